@@ -1,0 +1,7 @@
+"""`python -m bertviz_lab` runs the command line (see bertviz_lab/cli.py)."""
+
+import sys
+
+from bertviz_lab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,91 @@
+"""Command line: `python -m bertviz_lab predict|info ...`.
+
+User mistakes print one line on stderr and exit with status 2; nothing a user
+types should produce a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from bertviz_lab.errors import LabError
+
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bertviz_lab", description="Watch BERT work.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    predict = sub.add_parser("predict", help="top-k guesses for each [MASK] in a sentence")
+    predict.add_argument("--checkpoint", required=True, help="model folder (Hugging Face layout)")
+    predict.add_argument("--top-k", type=int, default=5)
+    predict.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    predict.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    predict.add_argument("text", help='sentence with [MASK], e.g. "the cat sat on the [MASK] ."')
+    predict.add_argument("text_b", nargs="?", default=None, help="optional second sentence (segment B)")
+    info = sub.add_parser("info", help="the model card of a checkpoint")
+    info.add_argument("--checkpoint", required=True)
+    info.add_argument("--json", action="store_true")
+    return parser
+
+
+def cmd_predict(args) -> int:
+    from bertviz_lab import analysis
+    from bertviz_lab.checkpoint import load_checkpoint
+    from bertviz_lab.device import resolve_device
+
+    device = resolve_device(args.device)
+    ckpt = load_checkpoint(args.checkpoint, device=device)
+    encoding = analysis.encode(ckpt.tokenizer, ckpt.model, args.text, args.text_b, allow_truncation=False)
+    prediction = analysis.predict_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=args.top_k)
+    if args.json:
+        print(json.dumps({"tokens": encoding.tokens, "filled": prediction.filled, "masks": [
+            {"position": m.position, "entropy": m.entropy,
+             "candidates": [{"token": c.token, "id": c.id, "prob": c.prob} for c in m.candidates]}
+            for m in prediction.masks]}, indent=2, ensure_ascii=False))
+        return 0
+    for n, mask in enumerate(prediction.masks, 1):
+        print(f"[MASK] #{n} at token {mask.position} (entropy {mask.entropy:.3f} nats)")
+        for c in mask.candidates:
+            print(f"  {c.token:<16} {c.prob:8.4f}  {'#' * round(40 * c.prob)}")
+    print("filled:", " ".join(t for t in prediction.filled if t not in ("[CLS]", "[SEP]")))
+    return 0
+
+
+def model_card(ckpt) -> dict:
+    cfg, model = ckpt.config, ckpt.model
+    return {
+        "path": str(ckpt.path), "architecture": model.architecture,
+        "layers": cfg.num_hidden_layers, "heads": cfg.num_attention_heads, "hidden_size": cfg.hidden_size,
+        "head_dim": cfg.head_dim, "intermediate_size": cfg.intermediate_size, "activation": cfg.hidden_act,
+        "max_tokens": cfg.max_position_embeddings, "vocab_size": ckpt.tokenizer.vocab_size,
+        "parameters": model.num_parameters(), "mlm_head": model.has_mlm, "nsp_head": model.has_nsp,
+        **({"training": ckpt.card} if ckpt.card else {}),
+    }
+
+
+def cmd_info(args) -> int:
+    from bertviz_lab.checkpoint import load_checkpoint
+
+    card = model_card(load_checkpoint(args.checkpoint))
+    if args.json:
+        print(json.dumps(card, indent=2))
+        return 0
+    for key, value in card.items():
+        if key == "training":
+            for k, v in value.items():
+                print(f"{'training.' + k:<22} {json.dumps(v) if isinstance(v, (dict, list)) else v}")
+        else:
+            print(f"{key:<22} {f'{value:,}' if key == 'parameters' else value}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"predict": cmd_predict, "info": cmd_info}[args.command](args)
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE

@@ -1,0 +1,26 @@
+"""Errors whose message is meant for the person at the keyboard.
+
+Every error a user can cause (bad text, a broken checkpoint, an impossible
+hyperparameter) is raised as a `LabError` subclass with a one-line message; the
+CLI prints it and exits 2, the app shows it in a box. Anything else is a bug.
+"""
+
+
+class LabError(Exception):
+    """A problem with the user's input, explained in plain words."""
+
+
+class ConfigError(LabError, ValueError):
+    """An invalid model or training setting; the message names the field."""
+
+
+class CheckpointError(LabError):
+    """A checkpoint folder that is missing, corrupt or not a BERT."""
+
+
+class InputError(LabError, ValueError):
+    """Text or options that cannot be processed as given."""
+
+
+class DeviceError(LabError):
+    """A device that was asked for but is not available."""

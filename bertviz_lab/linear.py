@@ -1,0 +1,58 @@
+"""Linear layers that run faster for CPU inference.
+
+For fp32 inference on CPU, oneDNN's inner product with a weight packed in its
+own blocked layout beats the plain GEMM behind `F.linear` by a wide margin at
+the small batch sizes of an interactive page (bench/inference.py). Packing
+costs a copy, so the packed weight is cached and rebuilt only when the weight
+changes (its version counter moves) or moves device. Training, autograd, other
+dtypes and other devices take the ordinary path, so nothing else changes.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+_ONEDNN = torch.backends.mkldnn.is_available()
+
+
+class PackedWeightCache:
+    """The oneDNN-packed copy of one (weight, bias) pair, rebuilt when either changes."""
+
+    def __init__(self):
+        self.entry = (None, None)  # (key, packed): one attribute, so concurrent readers see a matching pair
+
+    def get(self, weight: torch.Tensor, bias: torch.Tensor | None):
+        key = tuple((t.data_ptr(), t._version) for t in (weight, bias) if t is not None)
+        cached_key, packed = self.entry
+        if key != cached_key:
+            packed = (weight.detach().to_mkldnn(), None if bias is None else bias.detach().to_mkldnn())
+            self.entry = (key, packed)
+        return packed
+
+
+def use_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    return (_ONEDNN and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
+            and not (torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad)))
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cache: PackedWeightCache):
+    """F.linear(x, weight, bias), through oneDNN with a packed weight when that is safe."""
+    if not use_onednn(x, weight):
+        return F.linear(x, weight, bias)
+    packed_w, packed_b = cache.get(weight, bias)
+    flat = x.reshape(-1, x.shape[-1]).contiguous().to_mkldnn()  # (N, d_in)
+    out = torch._C._nn.mkldnn_linear(flat, packed_w, packed_b).to_dense()  # (N, d_out)
+    return out.view(*x.shape[:-1], weight.shape[0])
+
+
+class Linear(nn.Linear):
+    """nn.Linear (same parameters, same state_dict) with the fast CPU inference path."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._packed = PackedWeightCache()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias, self._packed)

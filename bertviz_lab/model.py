@@ -1,0 +1,259 @@
+"""A from-scratch BERT: embeddings, post-LN encoder layers, pooler, MLM and NSP heads.
+
+Module and parameter names mirror Hugging Face's `BertForPreTraining`, so a
+`state_dict` here has the same keys as `model.safetensors` there and checkpoints
+move both ways without a renaming table. One forward serves every page: `trace`
+returns each attention step, `causal` hides the right context, `head_mask`
+switches heads off, `masked_positions` computes the MLM head only where needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bertviz_lab.attention import AttentionSteps, attention, visibility
+from bertviz_lab.config import BertConfig
+from bertviz_lab.linear import Linear, PackedWeightCache, linear
+
+ACT_FNS = {
+    "gelu": F.gelu,  # exact erf form, as in BERT
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+}
+
+
+@dataclass
+class BertOutput:
+    """What one forward returns. B batch, T tokens, V vocabulary, d hidden, L layers."""
+
+    mlm_logits: torch.Tensor | None  # (B, T, V), or (N, V) at the N masked_positions; None without an MLM head
+    nsp_logits: torch.Tensor | None  # (B, 2): [IsNext, NotNext]; None without an NSP head
+    hidden_states: tuple[torch.Tensor, ...]  # L + 1 tensors (B, T, d): embeddings, then each layer
+    pooled: torch.Tensor | None  # (B, d) tanh(W [CLS] + b), the NSP head's input
+    trace: list[AttentionSteps] | None  # one per layer, with trace=True
+
+
+class Embeddings(nn.Module):
+    """token + position + segment embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size, padding_idx=cfg.pad_token_id)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.register_buffer("positions", torch.arange(cfg.max_position_embeddings), persistent=False)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        positions = self.positions[: input_ids.shape[1]]  # (T,)
+        x = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+             + self.position_embeddings(positions))  # (B, T, d)
+        return self.dropout(self.LayerNorm(x))
+
+
+class QKV(nn.Module):
+    """The three projections of self-attention (HF: `attention.self`)."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.query = Linear(cfg.hidden_size, cfg.hidden_size)
+        self.key = Linear(cfg.hidden_size, cfg.hidden_size)
+        self.value = Linear(cfg.hidden_size, cfg.hidden_size)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.query(x), self.key(x), self.value(x)  # 3 x (B, T, d)
+
+
+class AddNorm(nn.Module):
+    """Linear, dropout, residual add, LayerNorm: the post-LN sublayer output."""
+
+    def __init__(self, cfg: BertConfig, d_in: int):
+        super().__init__()
+        self.dense = Linear(d_in, cfg.hidden_size)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.dense(x)) + residual)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with its output projection (HF: `attention`)."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.heads, self.head_dim = cfg.num_attention_heads, cfg.head_dim
+        self.dropout_p = cfg.attention_probs_dropout_prob
+        self.self = QKV(cfg)
+        self.output = AddNorm(cfg, cfg.hidden_size)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+
+    def forward(self, x, visible, head_mask, trace, backend):
+        q, k, v = (self.split_heads(t) for t in self.self(x))
+        dropout_p = self.dropout_p if self.training else 0.0
+        context, steps = attention(q, k, v, visible=visible, head_mask=head_mask,
+                                   dropout_p=dropout_p, trace=trace, backend=backend)
+        B, _, T, _ = context.shape
+        merged = context.transpose(1, 2).reshape(B, T, -1)  # (B, T, d)
+        return self.output(merged, x), steps
+
+
+class EncoderLayer(nn.Module):
+    """Post-LN block: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.attention = SelfAttention(cfg)
+        self.intermediate = nn.Module()
+        self.intermediate.dense = Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.output = AddNorm(cfg, cfg.intermediate_size)
+        self.act = ACT_FNS[cfg.hidden_act]
+
+    def forward(self, x, visible, head_mask, trace, backend):
+        x, steps = self.attention(x, visible, head_mask, trace, backend)
+        return self.output(self.act(self.intermediate.dense(x)), x), steps
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+
+
+class Pooler(nn.Module):
+    """tanh(W h_[CLS] + b): the sentence vector the NSP head reads."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.dense = Linear(cfg.hidden_size, cfg.hidden_size)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden[:, 0]))
+
+
+class BertEncoderModel(nn.Module):
+    """Embeddings + encoder (+ pooler): HF's `BertModel`, under the `bert.` prefix."""
+
+    def __init__(self, cfg: BertConfig, pooler: bool = True):
+        super().__init__()
+        self.embeddings = Embeddings(cfg)
+        self.encoder = Encoder(cfg)
+        self.pooler = Pooler(cfg) if pooler else None
+
+
+class MLMHead(nn.Module):
+    """dense -> act -> LayerNorm -> logits with the token embeddings as decoder (tied) plus a bias."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.transform = nn.Module()
+        self.transform.dense = Linear(cfg.hidden_size, cfg.hidden_size)
+        self.transform.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        self.act = ACT_FNS[cfg.hidden_act]
+        self._packed_decoder = PackedWeightCache()
+
+    def forward(self, hidden: torch.Tensor, decoder_weight: torch.Tensor) -> torch.Tensor:
+        h = self.transform.LayerNorm(self.act(self.transform.dense(hidden)))
+        return linear(h, decoder_weight, self.bias, self._packed_decoder)  # (..., V)
+
+
+class Heads(nn.Module):
+    """HF's `cls`: the MLM head (`predictions`) and the NSP head (`seq_relationship`)."""
+
+    def __init__(self, cfg: BertConfig, mlm: bool, nsp: bool):
+        super().__init__()
+        self.predictions = MLMHead(cfg) if mlm else None
+        self.seq_relationship = Linear(cfg.hidden_size, 2) if nsp else None
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with its pretraining heads. Heads a checkpoint lacks are None (see `has_mlm`, `has_nsp`).
+
+    `attention_backend` picks the untraced path: "math" (plain matmuls), "sdpa"
+    (fused kernel), or "auto" (sdpa on CUDA, math on CPU, where bench/ measured
+    the fused kernel slower).
+    """
+
+    def __init__(self, cfg: BertConfig, *, mlm_head: bool = True, nsp_head: bool = True, pooler: bool = True):
+        super().__init__()
+        self.config = cfg
+        self.attention_backend = "auto"
+        self.bert = BertEncoderModel(cfg, pooler=pooler or nsp_head)
+        self.cls = Heads(cfg, mlm=mlm_head, nsp=nsp_head)
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+        if isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    @property
+    def has_mlm(self) -> bool:
+        return self.cls.predictions is not None
+
+    @property
+    def has_nsp(self) -> bool:
+        return self.cls.seq_relationship is not None
+
+    @property
+    def architecture(self) -> str:
+        """The Hugging Face class this model's weights correspond to."""
+        if self.has_mlm and self.has_nsp:
+            return "BertForPreTraining"
+        return "BertForMaskedLM" if self.has_mlm else "BertModel"
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def _backend(self, device: torch.device) -> str:
+        if self.attention_backend != "auto":
+            return self.attention_backend
+        return "sdpa" if device.type == "cuda" else "math"
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, *, trace: bool = False, causal: bool = False,
+                head_mask: torch.Tensor | None = None, masked_positions: torch.Tensor | None = None) -> BertOutput:
+        """input_ids, token_type_ids, attention_mask: (B, T). head_mask: (L, H) of 0/1.
+        masked_positions: (B, T) bool; if given, MLM logits only there, as (N, V)."""
+        B, T = input_ids.shape
+        if T > self.config.max_position_embeddings:
+            raise ValueError(f"{T} tokens exceed max_position_embeddings={self.config.max_position_embeddings}")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        visible = visibility(attention_mask, causal, T, input_ids.device)
+        backend = self._backend(input_ids.device)
+        x = self.bert.embeddings(input_ids, token_type_ids)
+        hidden, steps = [x], []
+        for i, layer in enumerate(self.bert.encoder.layer):
+            x, layer_steps = layer(x, visible, None if head_mask is None else head_mask[i], trace, backend)
+            hidden.append(x)
+            steps.append(layer_steps)
+        return self._heads(x, masked_positions, tuple(hidden), steps if trace else None)
+
+    def _heads(self, x, masked_positions, hidden, trace) -> BertOutput:
+        pooled = self.bert.pooler(x) if self.bert.pooler is not None else None
+        mlm_logits = nsp_logits = None
+        if self.has_mlm:
+            selected = x[masked_positions] if masked_positions is not None else x  # (N, d) or (B, T, d)
+            mlm_logits = self.cls.predictions(selected, self.bert.embeddings.word_embeddings.weight)
+        if self.has_nsp:
+            nsp_logits = self.cls.seq_relationship(pooled)
+        return BertOutput(mlm_logits=mlm_logits, nsp_logits=nsp_logits, hidden_states=hidden,
+                          pooled=pooled, trace=trace)

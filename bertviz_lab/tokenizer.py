@@ -1,0 +1,303 @@
+"""BERT's WordPiece tokenizer: text in, token ids (plus where each came from) out.
+
+`WordPieceTokenizer` wraps a `tokenizers.Tokenizer` set up exactly like
+transformers' `BertTokenizerFast` (BERT normalizer, BERT pre-tokenizer, WordPiece
+model and decoder, `[CLS] A [SEP] B [SEP]` template), so ids match a real BERT
+checkpoint. `Encoding` is the frozen result of one `encode` call, carrying what the
+app needs to draw tokens: offsets, segment and sequence ids, word ids, truncation.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import Encoding as RawEncoding
+from tokenizers import processors, trainers
+
+from bertviz_lab.atomic import write_json, write_text
+from bertviz_lab.errors import CheckpointError, InputError
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# Tokens that only frame the input; [MASK] and [UNK] stand for real words.
+_FRAME_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]"})
+# ASCII-only so exotic case folds (e.g. the long s "ſ") never turn into a mask.
+_TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE | re.ASCII)
+_MIN_LENGTH = {False: 3, True: 5}  # specials plus one token per text (single, pair)
+_MODEL_MAX_LENGTH = 512
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One encoded input; every list has one entry per token."""
+
+    tokens: list[str]
+    ids: list[int]
+    segment_ids: list[int]
+    offsets: list[tuple[int, int]]
+    sequence_ids: list[int | None]
+    word_ids: list[int | None]
+    truncated: int
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def special_mask(self) -> list[bool]:
+        """True where the token is [CLS], [SEP] or [PAD]."""
+        return [tok in _FRAME_TOKENS for tok in self.tokens]
+
+
+def _check_vocab(tokens: list[str]) -> None:
+    """Raise CheckpointError unless `tokens` can serve as a BERT vocabulary."""
+    seen: dict[str, int] = {}
+    for i, tok in enumerate(tokens):
+        if not isinstance(tok, str) or not tok or "\n" in tok or "\r" in tok:
+            raise CheckpointError(f"Vocabulary entry {i} ({tok!r}) is not a valid token.")
+        if tok in seen:
+            raise CheckpointError(f"Vocabulary lists the token {tok!r} twice (ids {seen[tok]} and {i}).")
+        seen[tok] = i
+    missing = [tok for tok in SPECIAL_TOKENS if tok not in seen]
+    if missing:
+        raise CheckpointError(f"Vocabulary has no {', '.join(missing)} token; "
+                              f"BERT needs all of {', '.join(SPECIAL_TOKENS)}.")
+
+
+def _build(vocab: dict[str, int], lowercase: bool) -> Tokenizer:
+    """The same pipeline transformers' BertTokenizerFast builds from a vocab.txt."""
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=True)
+    # Registered as special so typed "[MASK]" stays whole instead of "[", "mask", "]".
+    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in SPECIAL_TOKENS])
+    return tok
+
+
+def _keep_lengths(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
+    """Tokens of A and B kept under `budget`, as tokenizers' "longest_first" does.
+
+    The shorter text (A on a tie) keeps at most half the budget; the longer one
+    gets the rest, so a long text never squeezes a short one out.
+    """
+    if len_a + len_b <= budget:
+        return len_a, len_b
+    if len_a <= len_b:
+        keep_a = min(len_a, budget // 2)
+        return keep_a, budget - keep_a
+    keep_b = min(len_b, budget // 2)
+    return budget - keep_b, keep_b
+
+
+def _check_text(text: object, name: str) -> str:
+    if not isinstance(text, str):
+        raise InputError(f"{name} must be a string, not {type(text).__name__}.")
+    if not text.strip():
+        raise InputError(f"{name} is empty; type a sentence to tokenize.")
+    return text
+
+
+def _check_whole(value: object, name: str, minimum: int, context: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        where = f" {context}" if context else ""
+        raise InputError(f"{name} must be a whole number of at least {minimum}{where}, got {value!r}.")
+
+
+class WordPieceTokenizer:
+    """A BERT WordPiece tokenizer with a small, student-friendly API."""
+
+    def __init__(self, tokenizer: Tokenizer, lowercase: bool = True):
+        if not isinstance(tokenizer, Tokenizer):
+            raise TypeError(f"expected a tokenizers.Tokenizer, got {type(tokenizer).__name__}")
+        by_id = {i: t for t, i in tokenizer.get_vocab(with_added_tokens=True).items()}
+        if sorted(by_id) != list(range(len(by_id))):
+            raise CheckpointError("Tokenizer vocabulary ids have gaps; expected ids 0..N-1.")
+        self._vocab = [by_id[i] for i in range(len(by_id))]
+        _check_vocab(self._vocab)
+        self._ids = {t: i for i, t in enumerate(self._vocab)}
+        self._tok = tokenizer
+        self.lowercase = bool(lowercase)
+
+    @classmethod
+    def from_vocab(cls, tokens: list[str], lowercase: bool = True) -> WordPieceTokenizer:
+        """Build from an in-memory vocabulary; list position is the token id."""
+        tokens = list(tokens)
+        _check_vocab(tokens)
+        return cls(_build({t: i for i, t in enumerate(tokens)}, lowercase), lowercase)
+
+    @classmethod
+    def from_vocab_file(cls, path: str | os.PathLike, lowercase: bool = True) -> WordPieceTokenizer:
+        """Build from a vocab.txt with one token per line (line number = id)."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CheckpointError(f"Vocabulary file {path} does not exist.") from None
+        except (OSError, UnicodeError) as exc:
+            raise CheckpointError(f"Cannot read vocabulary file {path}: {exc}.") from None
+        # split("\n"), not splitlines(): real vocabularies contain characters such as
+        # U+0085 that splitlines() treats as line breaks.
+        lines = [line.rstrip("\r") for line in text.split("\n")]
+        if lines and lines[-1] == "":
+            lines.pop()
+        return cls.from_vocab(lines, lowercase)
+
+    @classmethod
+    def from_dir(cls, directory: str | os.PathLike) -> WordPieceTokenizer:
+        """Load vocab.txt (and do_lower_case from tokenizer_config.json) from a folder."""
+        folder = Path(directory)
+        if not (folder / "vocab.txt").is_file():
+            raise CheckpointError(f"No vocab.txt in {folder}; is this a BERT checkpoint folder?")
+        lowercase = True  # transformers' default when the config does not say
+        config = folder / "tokenizer_config.json"
+        if config.exists():
+            try:
+                settings = json.loads(config.read_text(encoding="utf-8"))
+            except (OSError, UnicodeError, ValueError) as exc:
+                raise CheckpointError(f"Cannot read {config}: {exc}.") from None
+            if not isinstance(settings, dict):
+                raise CheckpointError(f"{config} should hold a JSON object of settings.")
+            lowercase = settings.get("do_lower_case", True)
+            if not isinstance(lowercase, bool):
+                raise CheckpointError(f"{config} must set do_lower_case to true or false.")
+        return cls.from_vocab_file(folder / "vocab.txt", lowercase)
+
+    @classmethod
+    def train(cls, texts: Iterable[str], vocab_size: int = 8192, min_frequency: int = 2,
+              lowercase: bool = True) -> WordPieceTokenizer:
+        """Learn a WordPiece vocabulary from `texts`; specials get ids 0..4."""
+        if isinstance(texts, str):  # iterating a str would train on single characters
+            raise InputError("Training texts must be a list of sentences, not one string.")
+        _check_whole(vocab_size, "vocab_size", len(SPECIAL_TOKENS) + 1)
+        _check_whole(min_frequency, "min_frequency", 1)
+        count = 0
+
+        def checked() -> Iterable[str]:
+            nonlocal count
+            for text in texts:
+                if not isinstance(text, str):
+                    raise InputError(f"Training texts must be strings, found {type(text).__name__}.")
+                count += 1
+                yield text
+
+        tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
+            special_tokens=list(SPECIAL_TOKENS), continuing_subword_prefix="##")
+        tok.train_from_iterator(checked(), trainer)
+        if count == 0:
+            raise InputError("No training texts were given; the tokenizer needs sentences to learn from.")
+        learned = sorted(tok.get_vocab().items(), key=lambda item: item[1])
+        return cls.from_vocab([t for t, _ in learned], lowercase)
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Write vocab.txt, tokenizer_config.json and special_tokens_map.json.
+
+        The folder loads with transformers' `BertTokenizerFast.from_pretrained`.
+        """
+        folder = Path(directory)
+        specials = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                    "cls_token": "[CLS]", "mask_token": "[MASK]"}
+        config = {"do_lower_case": self.lowercase, "tokenize_chinese_chars": True,
+                  "strip_accents": None, "tokenizer_class": "BertTokenizer",
+                  "model_max_length": _MODEL_MAX_LENGTH, **specials}
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            # Each file is swapped in whole, so a crash mid-save never leaves half a vocabulary.
+            write_text(folder / "vocab.txt", "".join(t + "\n" for t in self._vocab))
+            write_json(folder / "tokenizer_config.json", config)
+            write_json(folder / "special_tokens_map.json", specials)
+        except OSError as exc:
+            raise CheckpointError(f"Cannot save the tokenizer to {folder}: {exc.strerror or exc}.") from None
+
+    def encode(self, text_a: str, text_b: str | None = None,
+               max_length: int = _MODEL_MAX_LENGTH) -> Encoding:
+        """Tokenize one text or a pair, truncating longest-first to `max_length` tokens."""
+        pair = text_b is not None
+        text_a = self._prepare(_check_text(text_a, "Text A"))
+        text_b = self._prepare(_check_text(text_b, "Text B")) if pair else None
+        context = "for a pair of texts" if pair else "for one text"
+        _check_whole(max_length, "max_length", _MIN_LENGTH[pair], context)
+        full = self._tok.encode(text_a, text_b)
+        seq = full.sequence_ids
+        a_pos = [i for i, s in enumerate(seq) if s == 0]
+        b_pos = [i for i, s in enumerate(seq) if s == 1]
+        if not a_pos or (pair and not b_pos):
+            name = "Text B" if a_pos else "Text A"
+            raise InputError(f"{name} has no characters the tokenizer can read "
+                             "(only invisible or control characters).")
+        frame = [i for i, s in enumerate(seq) if s is None]
+        keep_a, keep_b = _keep_lengths(len(a_pos), len(b_pos), max_length - len(frame))
+        # Keep [CLS]/[SEP] wherever the template put them; cut each text from its end.
+        keep = sorted(frame + a_pos[:keep_a] + b_pos[:keep_b])
+        return self._select(full, keep, truncated=len(seq) - len(keep))
+
+    def _prepare(self, text: str) -> str:
+        # transformers only matches "[MASK]" exactly; an uncased model should also
+        # accept "[mask]". Same length, so offsets into the user's text still hold.
+        return _TYPED_MASK.sub("[MASK]", text) if self.lowercase else text
+
+    def _select(self, full: RawEncoding, keep: list[int], truncated: int) -> Encoding:
+        ids = [full.ids[i] for i in keep]
+        seq = [full.sequence_ids[i] for i in keep]
+        words = [full.word_ids[i] for i in keep]
+        # tokenizers restarts word numbering in B; continue it after A's last word.
+        shift = 1 + max((w for w, s in zip(words, seq) if s == 0 and w is not None), default=-1)
+        words = [w + shift if s == 1 and w is not None else w for w, s in zip(words, seq)]
+        return Encoding(
+            tokens=[self._vocab[i] for i in ids], ids=ids,
+            segment_ids=[full.type_ids[i] for i in keep],
+            offsets=[tuple(full.offsets[i]) for i in keep],
+            sequence_ids=seq, word_ids=words, truncated=truncated)
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
+        """Turn ids back into text, joining "##" pieces onto their word."""
+        checked = [self._check_id(i) for i in ids]
+        return self._tok.decode(checked, skip_special_tokens=skip_special_tokens)
+
+    def _check_id(self, i: object) -> int:
+        try:
+            index = operator.index(i)
+        except TypeError:
+            raise InputError(f"Token ids must be whole numbers, got {i!r}.") from None
+        if not 0 <= index < len(self._vocab):
+            raise InputError(f"Token id {index} is outside the vocabulary (0..{len(self._vocab) - 1}).")
+        return index
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._vocab)
+
+    @property
+    def vocab(self) -> list[str]:
+        """A copy of the vocabulary; position is the token id."""
+        return list(self._vocab)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._ids.get(token)
+
+    def id_to_token(self, i: int) -> str:
+        return self._vocab[self._check_id(i)]
+
+    # The five special ids; _check_vocab guarantees each token exists.
+    pad_id = property(lambda self: self._ids["[PAD]"])
+    unk_id = property(lambda self: self._ids["[UNK]"])
+    cls_id = property(lambda self: self._ids["[CLS]"])
+    sep_id = property(lambda self: self._ids["[SEP]"])
+    mask_id = property(lambda self: self._ids["[MASK]"])
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        return frozenset(self._ids[t] for t in SPECIAL_TOKENS)

@@ -1,0 +1,192 @@
+"""Checkpoints: parity with transformers both ways, every HF layout, and broken or hostile folders."""
+
+import json
+import os
+import pickle
+import shutil
+
+import pytest
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+
+from bertviz_lab.checkpoint import load_checkpoint, save_checkpoint
+from bertviz_lab.config import BertConfig
+from bertviz_lab.errors import CheckpointError
+from bertviz_lab.model import BertForPreTraining
+from bertviz_lab.tokenizer import WordPieceTokenizer
+from conftest import vocab_of_size
+
+CONFIGS = {
+    "tiny-gelu": BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                            intermediate_size=37, max_position_embeddings=40),
+    "odd-relu": BertConfig(vocab_size=777, hidden_size=48, num_hidden_layers=5, num_attention_heads=3,
+                           intermediate_size=96, hidden_act="relu", max_position_embeddings=64),
+    "gelu_new-3types": BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=3, num_attention_heads=8,
+                                  intermediate_size=128, hidden_act="gelu_new", type_vocab_size=3,
+                                  layer_norm_eps=1e-5, pad_token_id=0),
+}
+TOL = dict(atol=1e-5, rtol=0)
+
+
+def hf_model(cfg: BertConfig, cls=transformers.BertForPreTraining, seed=0):
+    torch.manual_seed(seed)
+    hf_cfg = transformers.BertConfig(**cfg.to_dict(), attn_implementation="eager")
+    model = cls(hf_cfg).eval()
+    with torch.no_grad():  # HF inits biases and LayerNorms to constants: randomize so parity means something
+        for name, p in model.named_parameters():
+            if "bias" in name or "LayerNorm" in name:
+                p.add_(0.05 * torch.randn_like(p))
+    return model
+
+
+def write_vocab(directory, size):
+    WordPieceTokenizer.from_vocab(vocab_of_size(size)).save(directory)
+
+
+def inputs(vocab, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, vocab, (2, 13), generator=g)
+    segments = torch.zeros_like(ids)
+    segments[:, 7:] = 1
+    mask = torch.ones_like(ids)
+    mask[1, 9:] = 0
+    return ids, segments, mask
+
+
+def assert_same_outputs(ours: BertForPreTraining, hf, vocab):
+    ids, seg, am = inputs(vocab)
+    with torch.no_grad():
+        o = ours(ids, seg, am, trace=True)
+        h = hf(input_ids=ids, token_type_ids=seg, attention_mask=am, output_attentions=True,
+               output_hidden_states=True)
+    if isinstance(hf, transformers.BertModel):
+        torch.testing.assert_close(o.hidden_states[-1], h.last_hidden_state, **TOL)
+        torch.testing.assert_close(o.pooled, h.pooler_output, **TOL)
+    else:
+        logits = h.prediction_logits if hasattr(h, "prediction_logits") else h.logits
+        torch.testing.assert_close(o.mlm_logits, logits, **TOL)
+    if hasattr(h, "seq_relationship_logits"):
+        torch.testing.assert_close(o.nsp_logits, h.seq_relationship_logits, **TOL)
+    assert len(h.attentions) == len(o.trace) and len(h.hidden_states) == len(o.hidden_states)
+    for theirs, steps in zip(h.attentions, o.trace):
+        torch.testing.assert_close(steps.weights, theirs, **TOL)
+    for theirs, mine in zip(h.hidden_states, o.hidden_states):
+        torch.testing.assert_close(mine, theirs, **TOL)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_transformers_checkpoint_loads_with_same_outputs(tmp_path, name):
+    cfg = CONFIGS[name]
+    hf = hf_model(cfg)
+    hf.save_pretrained(tmp_path)
+    write_vocab(tmp_path, cfg.vocab_size)
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt.config == cfg and ckpt.model.has_mlm and ckpt.model.has_nsp
+    assert_same_outputs(ckpt.model, hf, cfg.vocab_size)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_our_checkpoint_loads_in_transformers(tmp_path, name):
+    cfg = CONFIGS[name]
+    torch.manual_seed(1)
+    ours = BertForPreTraining(cfg).eval()
+    save_checkpoint(ours, WordPieceTokenizer.from_vocab(vocab_of_size(cfg.vocab_size)), tmp_path)
+    hf = transformers.BertForPreTraining.from_pretrained(tmp_path, attn_implementation="eager").eval()
+    assert_same_outputs(ours, hf, cfg.vocab_size)
+    hf_tok = transformers.BertTokenizerFast.from_pretrained(tmp_path)
+    assert hf_tok("the cat sat")["input_ids"] == WordPieceTokenizer.from_dir(tmp_path).encode("the cat sat").ids
+
+
+def test_masked_lm_checkpoint_has_no_nsp_head(tmp_path):
+    cfg = CONFIGS["tiny-gelu"]
+    hf = hf_model(cfg, transformers.BertForMaskedLM)
+    hf.save_pretrained(tmp_path)
+    write_vocab(tmp_path, cfg.vocab_size)
+    model = load_checkpoint(tmp_path).model
+    assert model.has_mlm and not model.has_nsp and model.architecture == "BertForMaskedLM"
+    assert_same_outputs(model, hf, cfg.vocab_size)
+    ids, seg, am = inputs(cfg.vocab_size)
+    assert model(ids, seg, am).nsp_logits is None
+
+
+def test_bare_bert_model_checkpoint_loads_without_heads(tmp_path):
+    cfg = CONFIGS["odd-relu"]
+    hf = hf_model(cfg, transformers.BertModel)
+    hf.save_pretrained(tmp_path)
+    write_vocab(tmp_path, cfg.vocab_size)
+    model = load_checkpoint(tmp_path).model
+    assert not model.has_mlm and not model.has_nsp and model.architecture == "BertModel"
+    assert_same_outputs(model, hf, cfg.vocab_size)
+
+
+def test_pytorch_model_bin_with_tf_era_names_loads(tmp_path):
+    cfg = CONFIGS["tiny-gelu"]
+    hf = hf_model(cfg)
+    state = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+             for k, v in hf.state_dict().items()}
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    (tmp_path / "config.json").write_text(json.dumps(cfg.to_hf_dict()))
+    write_vocab(tmp_path, cfg.vocab_size)
+    assert_same_outputs(load_checkpoint(tmp_path).model, hf, cfg.vocab_size)
+
+
+class Exploit:
+    def __reduce__(self):
+        return (os.system, ("touch pwned-marker",))
+
+
+def test_hostile_pickle_is_never_executed(tmp_path, tiny_checkpoint, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.remove(tiny_checkpoint / "model.safetensors")
+    with open(tiny_checkpoint / "pytorch_model.bin", "wb") as f:
+        pickle.dump({"bert.embeddings.word_embeddings.weight": Exploit()}, f)
+    with pytest.raises(CheckpointError, match="could not be loaded safely"):
+        load_checkpoint(tiny_checkpoint)
+    assert not (tmp_path / "pwned-marker").exists()
+
+
+def test_save_is_atomic_and_leaves_no_temp_files(tiny_checkpoint):
+    names = sorted(os.listdir(tiny_checkpoint))
+    assert names == ["config.json", "model.safetensors", "model_card.json", "special_tokens_map.json",
+                     "tokenizer_config.json", "vocab.txt"]
+    assert load_checkpoint(tiny_checkpoint).card["steps"] == 0
+
+
+def truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def change_config(path, **changes):
+    cfg = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**cfg, **changes}))
+
+
+def poison(path):
+    state = load_file(path / "model.safetensors")
+    state["bert.pooler.dense.bias"][0] = float("nan")
+    save_file(state, path / "model.safetensors")
+
+
+BROKEN = {
+    "missing folder": (lambda p: shutil.rmtree(p), "no model folder"),
+    "no config": (lambda p: os.remove(p / "config.json"), "no config.json"),
+    "config not json": (lambda p: (p / "config.json").write_text("{oops"), "not valid JSON"),
+    "not bert": (lambda p: change_config(p, model_type="gpt2"), "not a BERT"),
+    "bad config value": (lambda p: change_config(p, num_attention_heads=5), "num_attention_heads"),
+    "truncated weights": (lambda p: truncate(p / "model.safetensors"), "corrupt or truncated"),
+    "no weights": (lambda p: os.remove(p / "model.safetensors"), "no model.safetensors"),
+    "mismatched shapes": (lambda p: change_config(p, hidden_size=64), "do not match config.json"),
+    "nan weights": (poison, "NaN or infinite"),
+    "vocab from another model": (lambda p: change_config(p, vocab_size=50), "different models|do not match"),
+    "no vocab": (lambda p: os.remove(p / "vocab.txt"), "vocab"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_broken_checkpoints_give_clear_errors(tiny_checkpoint, case):
+    breaker, message = BROKEN[case]
+    breaker(tiny_checkpoint)
+    with pytest.raises(CheckpointError, match=message):
+        load_checkpoint(tiny_checkpoint)

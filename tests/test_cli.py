@@ -1,0 +1,90 @@
+"""The command line: answers on good input; one line on stderr and exit 2 on every bad one."""
+
+import json
+import re
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bertviz_lab.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "bertviz_lab", *map(str, args)], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_predict_lists_top_k_per_mask(tiny_checkpoint):
+    done = run_cli("predict", "--checkpoint", tiny_checkpoint, "--top-k", 3, "the cat sat on the [MASK] .")
+    assert done.returncode == 0, done.stderr
+    assert "[MASK] #1 at token 6" in done.stdout and done.stdout.count("\n  ") == 3
+    assert done.stdout.strip().splitlines()[-1].startswith("filled: the cat sat on the ")
+
+
+def test_predict_json_has_one_entry_per_mask(tiny_checkpoint, capsys):
+    assert main(["predict", "--checkpoint", str(tiny_checkpoint), "--json", "--top-k", "4",
+                 "[MASK] cat sat on the [MASK] .", "it was tired"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [m["position"] for m in result["masks"]] == [1, 6]
+    for mask in result["masks"]:
+        probs = [c["prob"] for c in mask["candidates"]]
+        assert len(probs) == 4 and probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1
+    assert result["tokens"][-4:] == ["it", "was", "tired", "[SEP]"]
+
+
+def test_info_prints_the_model_card(tiny_checkpoint, capsys):
+    assert main(["info", "--checkpoint", str(tiny_checkpoint), "--json"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["layers"] == 2 and card["heads"] == 4 and card["hidden_size"] == 32
+    assert card["architecture"] == "BertForPreTraining" and card["training"]["steps"] == 0
+    assert main(["info", "--checkpoint", str(tiny_checkpoint)]) == 0
+    assert "parameters" in capsys.readouterr().out
+
+
+def corrupt(path):
+    weights = path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+
+
+def mismatch(path):
+    cfg = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**cfg, "intermediate_size": 65}))
+
+
+BAD = {
+    "empty text": (None, [""], "empty"),
+    "spaces only": (None, ["   "], "empty"),
+    "no mask": (None, ["the cat sat on the mat ."], "no \\[MASK\\]"),
+    "too long": (None, ["the [MASK] " + "cat " * 80], "at most 64"),
+    "bad top-k": (None, ["--top-k", "0", "the [MASK] ."], "top-k"),
+    "missing folder": ("rm", ["the [MASK] ."], "no model folder"),
+    "corrupt weights": (corrupt, ["the [MASK] ."], "corrupt or truncated"),
+    "mismatched weights": (mismatch, ["the [MASK] ."], "do not match config.json"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, capsys, case):
+    breaker, args, message = BAD[case]
+    folder = tmp_path / "nowhere" if breaker == "rm" else tiny_checkpoint
+    if callable(breaker):
+        breaker(tiny_checkpoint)
+    assert main(["predict", "--checkpoint", str(folder), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert re.search(message, err)
+
+
+def test_bad_input_from_a_real_process_has_no_traceback(tiny_checkpoint):
+    corrupt(tiny_checkpoint)
+    for args in (["predict", "--checkpoint", tiny_checkpoint, "the [MASK] ."],
+                 ["info", "--checkpoint", tiny_checkpoint]):
+        done = run_cli(*args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert done.stderr.startswith("error: model.safetensors is corrupt")
