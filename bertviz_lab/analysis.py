@@ -41,6 +41,8 @@ class Prediction:
 def encode(tokenizer: WordPieceTokenizer, model: BertForPreTraining, text_a: str, text_b: str | None = None,
            *, allow_truncation: bool = True) -> Encoding:
     """Tokenize to fit the model; truncation is allowed (and reported) or an error."""
+    if text_b is not None and not text_b.strip():
+        text_b = None  # an empty second box means "one sentence"
     encoding = tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings)
     if encoding.truncated and not allow_truncation:
         raise InputError(f"the text is {len(encoding) + encoding.truncated} tokens long; this model reads at "
@@ -74,10 +76,11 @@ def predict_masks(model: BertForPreTraining, tokenizer: WordPieceTokenizer, enco
     positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_id]
     if not positions:
         raise InputError("the text has no [MASK] to predict: write [MASK] where a word should be guessed")
-    logits = run(model, encoding, causal=causal, head_mask=head_mask).mlm_logits[0, positions].float()
-    logits = logits[:, : tokenizer.vocab_size] / temperature  # (M, V); rows past the vocab are unused
-    probs = logits.softmax(-1)
-    entropy = -(probs * logits.log_softmax(-1)).sum(-1)
+    logits = run(model, encoding, causal=causal, head_mask=head_mask).mlm_logits[0, positions].double()
+    logits = logits[:, : tokenizer.vocab_size]  # (M, V); ids past the vocabulary are never produced
+    scaled = logits / temperature
+    probs = scaled.softmax(-1)
+    entropy = -(probs * scaled.log_softmax(-1)).sum(-1)
     top = probs.topk(top_k, dim=-1)
     masks, filled = [], list(encoding.tokens)
     for row, position in enumerate(positions):

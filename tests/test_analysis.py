@@ -1,0 +1,83 @@
+"""Text -> model -> records: mask prediction, temperature, causal view, empty segment B."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from bertviz_lab import analysis
+from bertviz_lab.errors import InputError
+
+
+def test_predictions_match_a_manual_softmax(tiny_model, tiny_tokenizer):
+    enc = analysis.encode(tiny_tokenizer, tiny_model, "the cat sat on the [MASK] .")
+    pred = analysis.predict_masks(tiny_model, tiny_tokenizer, enc, top_k=3)
+    with torch.no_grad():
+        logits = tiny_model(torch.tensor([enc.ids])).mlm_logits[0, 6].double()
+    probs = logits.softmax(-1)
+    top = probs.topk(3)
+    (mask,) = pred.masks
+    assert mask.position == 6 and [c.id for c in mask.candidates] == top.indices.tolist()
+    assert np.allclose([c.prob for c in mask.candidates], top.values.numpy(), atol=1e-6)
+    assert mask.candidates[0].logit == pytest.approx(float(logits[top.indices[0]]), abs=1e-5)
+    assert mask.entropy == pytest.approx(float(-(probs * probs.log()).sum()), abs=1e-6)
+    assert 0 < mask.entropy < math.log(100)
+    assert pred.filled[6] == mask.candidates[0].token and pred.filled[:6] == enc.tokens[:6]
+
+
+def test_temperature_flattens_and_sharpens(tiny_model, tiny_tokenizer):
+    enc = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] sat")
+    entropies = [analysis.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=t).masks[0].entropy
+                 for t in (0.5, 1.0, 4.0)]
+    assert entropies[0] < entropies[1] < entropies[2]
+    with pytest.raises(InputError, match="temperature"):
+        analysis.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=0)
+
+
+def test_causal_view_ignores_words_to_the_right(tiny_model, tiny_tokenizer):
+    a = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] sat on the mat")
+    b = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] went to the bank")
+    pa, pb = (analysis.predict_masks(tiny_model, tiny_tokenizer, e, causal=True) for e in (a, b))
+    assert [c.id for c in pa.masks[0].candidates] == [c.id for c in pb.masks[0].candidates]
+    full = [analysis.predict_masks(tiny_model, tiny_tokenizer, e).masks[0].candidates[0].prob for e in (a, b)]
+    assert full[0] != full[1]
+
+
+def test_empty_second_sentence_means_single_sentence(tiny_model, tiny_tokenizer):
+    enc = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] sat", "   ")
+    assert set(enc.segment_ids) == {0}
+
+
+def test_overlong_text_is_truncated_and_reported_or_refused(tiny_model, tiny_tokenizer):
+    text = "the [MASK] " + "cat " * 100
+    enc = analysis.encode(tiny_tokenizer, tiny_model, text)
+    assert len(enc) == 64 and enc.truncated == 102 + 2 - 64
+    with pytest.raises(InputError, match="at most 64"):
+        analysis.encode(tiny_tokenizer, tiny_model, text, allow_truncation=False)
+
+
+def test_model_without_mlm_head_says_so(tiny_config, tiny_tokenizer):
+    from bertviz_lab.model import BertForPreTraining
+
+    bare = BertForPreTraining(tiny_config, mlm_head=False, nsp_head=False)
+    enc = analysis.encode(tiny_tokenizer, bare, "the [MASK] sat")
+    with pytest.raises(InputError, match="no MLM head"):
+        analysis.predict_masks(bare, tiny_tokenizer, enc)
+
+
+def test_attention_matrices_shape(tiny_model, tiny_tokenizer):
+    enc = analysis.encode(tiny_tokenizer, tiny_model, "the cat sat", "it was tired")
+    weights = analysis.attention_matrices(analysis.run(tiny_model, enc, trace=True))
+    assert weights.shape == (2, 4, len(enc), len(enc))
+    assert np.allclose(weights.sum(-1), 1, atol=1e-5)
+
+
+def test_engine_never_imports_streamlit():
+    import subprocess
+    import sys
+
+    code = ("import sys, bertviz_lab.cli, bertviz_lab.analysis, bertviz_lab.checkpoint, bertviz_lab.losses, "
+            "bertviz_lab.masking; sys.exit('streamlit' in sys.modules)")
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0
