@@ -98,26 +98,16 @@ def test_our_checkpoint_loads_in_transformers(tmp_path, name):
     assert hf_tok("the cat sat")["input_ids"] == WordPieceTokenizer.from_dir(tmp_path).encode("the cat sat").ids
 
 
-def test_masked_lm_checkpoint_has_no_nsp_head(tmp_path):
-    cfg = CONFIGS["tiny-gelu"]
-    hf = hf_model(cfg, transformers.BertForMaskedLM)
-    hf.save_pretrained(tmp_path)
-    write_vocab(tmp_path, cfg.vocab_size)
-    model = load_checkpoint(tmp_path).model
-    assert model.has_mlm and not model.has_nsp and model.architecture == "BertForMaskedLM"
-    assert_same_outputs(model, hf, cfg.vocab_size)
-    ids, seg, am = inputs(cfg.vocab_size)
-    assert model(ids, seg, am).nsp_logits is None
-
-
-def test_bare_bert_model_checkpoint_loads_without_heads(tmp_path):
+@pytest.mark.parametrize("hf_class, has_mlm", [(transformers.BertForMaskedLM, True), (transformers.BertModel, False)])
+def test_checkpoints_without_some_heads_load_and_say_so(tmp_path, hf_class, has_mlm):
     cfg = CONFIGS["odd-relu"]
-    hf = hf_model(cfg, transformers.BertModel)
+    hf = hf_model(cfg, hf_class)
     hf.save_pretrained(tmp_path)
     write_vocab(tmp_path, cfg.vocab_size)
     model = load_checkpoint(tmp_path).model
-    assert not model.has_mlm and not model.has_nsp and model.architecture == "BertModel"
+    assert model.has_mlm == has_mlm and not model.has_nsp and model.architecture == hf_class.__name__
     assert_same_outputs(model, hf, cfg.vocab_size)
+    assert model(*inputs(cfg.vocab_size)).nsp_logits is None
 
 
 def test_pytorch_model_bin_with_tf_era_names_loads(tmp_path):
