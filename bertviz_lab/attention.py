@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from bertviz_lab.ops import dropout
+
 # Added to scores of keys a query may not see. A large finite negative rather than
 # -inf: a fully masked row then gives a uniform softmax instead of NaN (seed 001, 7.3).
 MASK_VALUE = -1e9
@@ -66,7 +68,7 @@ def _math_attention(q, k, v, visible, head_mask, dropout_p, trace):
     else:
         masked = scores.masked_fill(~visible, mask_value)
     weights = masked.softmax(dim=-1)
-    dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+    dropped = dropout(weights, dropout_p, training=True)
     context = _apply_head_mask(dropped @ v, head_mask)  # (B, H, T, D)
     if not trace:
         return context, None

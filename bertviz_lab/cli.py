@@ -25,10 +25,45 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--device", default="auto", help="auto, cpu or cuda")
     predict.add_argument("text", help='sentence with [MASK], e.g. "the cat sat on the [MASK] ."')
     predict.add_argument("text_b", nargs="?", default=None, help="optional second sentence (segment B)")
+    add_train_parser(sub)
     info = sub.add_parser("info", help="the model card of a checkpoint")
     info.add_argument("--checkpoint", required=True)
     info.add_argument("--json", action="store_true")
     return parser
+
+
+def add_train_parser(sub) -> None:
+    """One flag per TrainConfig field, so the CLI, the app and the API share one set of settings."""
+    from dataclasses import fields
+
+    from bertviz_lab.trainconfig import TrainConfig
+
+    train = sub.add_parser("train", help="pretrain a BERT (MLM + NSP); works under torchrun too")
+    train.add_argument("--run-dir", required=True, help="folder for config, metrics, status, checkpoints")
+    train.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
+    defaults = TrainConfig()
+    for f in fields(TrainConfig):
+        flag, default = "--" + f.name.replace("_", "-"), getattr(defaults, f.name)
+        if f.name == "nsp":
+            train.add_argument("--no-nsp", dest="nsp", action="store_false", help="MLM only (no NSP head)")
+            train.add_argument("--nsp", dest="nsp", action="store_true", help=argparse.SUPPRESS)
+            continue
+        kind = {int: int, float: float, str: str}.get(type(default), int)
+        train.add_argument(flag, type=kind, default=default, help=f"default: {default}")
+
+
+def cmd_train(args) -> int:
+    from dataclasses import fields
+
+    from bertviz_lab import distributed, runner, runs
+    from bertviz_lab.trainconfig import TrainConfig
+
+    cfg = None
+    if not args.resume:
+        cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
+        runs.check_corpus(cfg)
+    with distributed.session(cfg.device if cfg else "auto"):
+        return runner.execute(args.run_dir, cfg, args.resume, sys.argv)
 
 
 def cmd_predict(args) -> int:
@@ -85,7 +120,7 @@ def cmd_info(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"predict": cmd_predict, "info": cmd_info}[args.command](args)
+        return {"predict": cmd_predict, "info": cmd_info, "train": cmd_train}[args.command](args)
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -27,7 +27,6 @@ import torch
 from bertviz_lab.errors import InputError
 
 ACTION_NONE, ACTION_MASK, ACTION_RANDOM, ACTION_KEEP = 0, 1, 2, 3  # per-position action codes
-KEEP_NONE = ACTION_NONE  # older name for "not selected"
 ACTION_NAMES = {ACTION_NONE: "", ACTION_MASK: "[MASK]", ACTION_RANDOM: "random", ACTION_KEEP: "kept"}
 IGNORE_INDEX = -100  # the label PyTorch's cross_entropy skips
 

@@ -17,7 +17,7 @@ from torch import nn
 
 from bertviz_lab.attention import AttentionSteps, attention, visibility
 from bertviz_lab.config import BertConfig
-from bertviz_lab.linear import Linear, PackedWeightCache, linear
+from bertviz_lab.ops import Dropout, Linear, PackedWeightCache, linear
 
 ACT_FNS = {
     "gelu": F.gelu,  # exact erf form, as in BERT
@@ -46,7 +46,7 @@ class Embeddings(nn.Module):
         self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
         self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
-        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.dropout = Dropout(cfg.hidden_dropout_prob)
         self.register_buffer("positions", torch.arange(cfg.max_position_embeddings), persistent=False)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
@@ -76,7 +76,7 @@ class AddNorm(nn.Module):
         super().__init__()
         self.dense = Linear(d_in, cfg.hidden_size)
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
-        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.dropout = Dropout(cfg.hidden_dropout_prob)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         return self.LayerNorm(self.dropout(self.dense(x)) + residual)

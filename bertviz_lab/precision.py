@@ -1,0 +1,42 @@
+"""Mixed precision: bf16 autocast on CUDA; on CPU only where this machine runs bf16 matmuls faster.
+
+On CPUs without native bf16 units a bf16 matmul can be ~50x slower than fp32, so
+the choice is measured once per process rather than assumed.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import torch
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_bf16_is_faster() -> bool:
+    """Time a training-sized matmul in fp32 and bf16 (best of 3 each) on this CPU."""
+    a, b = torch.randn(256, 512), torch.randn(512, 512)
+
+    def best(x, y) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(4):
+                x @ y
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    fp32 = best(a, b)
+    bf16 = best(a.bfloat16(), b.bfloat16())
+    return bf16 < 0.8 * fp32
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype for a run, or None for plain fp32."""
+    if precision == "fp32":
+        return None
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if precision == "bf16" or cpu_bf16_is_faster():
+        return torch.bfloat16
+    return None

@@ -1,0 +1,138 @@
+"""Runs as background processes: the CLI `train` command, stop and resume, torchrun, names, crashes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from bertviz_lab import runs
+from bertviz_lab.checkpoint import load_checkpoint
+from bertviz_lab.errors import ConfigError
+from bertviz_lab.trainconfig import TrainConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMING = ("tokens_per_s", "elapsed")
+SMALL = dict(preset="tiny", hidden=32, heads=2, layers=2, batch_size=8, seq_len=32, steps=40, lr=5e-3,
+             warmup=3, eval_every=10, eval_batches=2, checkpoint_every=10, device="cpu", threads=1)
+
+
+def wait(run_dir, until=lambda info: not info.active, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        info = runs.read(run_dir)
+        if until(info):
+            return info
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_dir} did not get there in {timeout}s: {runs.read(run_dir)}")
+
+
+def comparable(run_dir):
+    return [{k: v for k, v in r.items() if k not in TIMING}
+            for r in runs.read_metrics(run_dir) if r["kind"] in ("train", "eval")]
+
+
+def test_background_run_finishes_and_its_checkpoint_loads_in_transformers(tmp_path):
+    info = runs.start(TrainConfig(**SMALL), "first", root=tmp_path)
+    assert info.path == tmp_path / "first" and info.status in runs.ACTIVE
+    done = wait(info.path)
+    assert done.status == "finished" and done.step == 40, done.message
+    metrics = runs.read_metrics(info.path, kind="train")
+    assert [m["step"] for m in metrics] == list(range(1, 41))
+    ckpt = load_checkpoint(done.checkpoint)
+    assert ckpt.card["steps"] == 40 and ckpt.card["corpus"].startswith("built-in")
+    hf = transformers.BertForPreTraining.from_pretrained(done.checkpoint, attn_implementation="eager").eval()
+    enc = ckpt.tokenizer.encode("the cat sat on the [MASK] .", "it was tired .")
+    ids, seg = torch.tensor([enc.ids]), torch.tensor([enc.segment_ids])
+    with torch.no_grad():
+        ours, theirs = ckpt.model(ids, seg), hf(input_ids=ids, token_type_ids=seg)
+    torch.testing.assert_close(ours.mlm_logits, theirs.prediction_logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours.nsp_logits, theirs.seq_relationship_logits, atol=1e-5, rtol=0)
+    assert [r.name for r in runs.list_runs(tmp_path)] == ["first"]
+
+
+def test_sigterm_then_resume_gives_the_same_metrics_as_a_straight_run(tmp_path):
+    cfg = TrainConfig(**SMALL)
+    straight = runs.start(cfg, "straight", root=tmp_path)
+    broken = runs.start(cfg, "broken", root=tmp_path)  # two runs at once do not collide
+    wait(broken.path, until=lambda i: i.step >= 15)
+    assert runs.stop(broken.path, timeout=60)
+    stopped = wait(broken.path)
+    assert stopped.status == "stopped" and 15 <= stopped.step < 40, stopped.message
+    assert json.loads((broken.path / "checkpoint.json").read_text())["step"] == stopped.step
+    runs.resume(broken.path)
+    assert wait(broken.path).status == "finished"
+    assert wait(straight.path).status == "finished"
+    assert comparable(broken.path) == comparable(straight.path)
+
+
+def test_cli_rejects_invalid_hyperparameters_before_starting(tmp_path):
+    for flags, field in [(["--steps", "0"], "steps"), (["--lr", "-1"], "lr"), (["--batch-size", "0"], "batch_size"),
+                         (["--mask-rate", "1.5"], "mask_rate"), (["--hidden", "100", "--heads", "3"], "heads")]:
+        done = subprocess.run([sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(tmp_path / "x"),
+                               *flags], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert done.returncode == 2 and field in done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "x").exists()
+
+
+def test_corpus_problems_are_refused_before_starting(tmp_path):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("café au lait. " .encode("latin-1") * 100)
+    with pytest.raises(Exception, match="UTF-8"):
+        runs.start(TrainConfig(**{**SMALL, "corpus": str(latin1)}), root=tmp_path / "runs")
+    with pytest.raises(Exception, match="not found"):
+        runs.start(TrainConfig(**{**SMALL, "corpus": str(tmp_path / "missing.txt")}), root=tmp_path / "runs")
+    assert not list((tmp_path / "runs").glob("*")) if (tmp_path / "runs").exists() else True
+
+
+def test_run_names_are_sanitized_and_unique(tmp_path):
+    assert runs.sanitize_name("../../etc/passwd") == "etc-passwd"
+    assert runs.sanitize_name("my run: NSP off") == "my-run-NSP-off"
+    with pytest.raises(ConfigError):
+        runs.sanitize_name("../..")
+    info = runs.start(TrainConfig(**{**SMALL, "steps": 2}), "../escape", root=tmp_path / "runs")
+    assert info.path.parent == tmp_path / "runs"
+    with pytest.raises(ConfigError, match="already exists"):
+        runs.start(TrainConfig(**SMALL), "escape", root=tmp_path / "runs")
+    wait(info.path)
+
+
+def test_a_killed_run_reads_as_failed_and_keeps_its_checkpoint(tmp_path):
+    info = runs.start(TrainConfig(**{**SMALL, "steps": 400}), "crash", root=tmp_path)
+    wait(info.path, until=lambda i: i.checkpoint is not None and i.step >= 12)
+    os.kill(runs.read(info.path).pid, signal.SIGKILL)
+    dead = wait(info.path)
+    assert dead.status == "failed" and "without reporting" in dead.message
+    assert load_checkpoint(dead.checkpoint).card["steps"] >= 10
+
+
+def test_text_file_corpus_trains(tmp_path):
+    text = "\n\n".join(" ".join(f"the {a} saw the {b} near the river bank today." for b in ("dog", "cat", "bird"))
+                       for a in ("boy", "girl", "man", "woman", "child", "farmer", "teacher", "doctor"))
+    (tmp_path / "mine.txt").write_text(text * 3, encoding="utf-8")
+    info = runs.start(TrainConfig(**{**SMALL, "steps": 5, "corpus": str(tmp_path / "mine.txt"), "vocab_size": 200}),
+                      "mine", root=tmp_path / "runs")
+    done = wait(info.path)
+    assert done.status == "finished", done.message
+    assert load_checkpoint(done.checkpoint).card["corpus"].startswith("mine.txt")
+
+
+def test_torchrun_two_processes_on_cpu(tmp_path):
+    run_dir = tmp_path / "ddp"
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           "-m", "bertviz_lab", "train", "--run-dir", str(run_dir), "--preset", "tiny",
+                           "--hidden", "32", "--heads", "2", "--layers", "2", "--batch-size", "4", "--seq-len", "32",
+                           "--steps", "6", "--eval-every", "3", "--eval-batches", "1", "--device", "cpu",
+                           "--threads", "1"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    info = runs.read(run_dir)
+    assert info.status == "finished" and info.step == 6
+    assert len(runs.read_metrics(run_dir, kind="train")) == 6  # rank 0 alone writes
+    assert load_checkpoint(info.checkpoint).card["steps"] == 6
