@@ -16,7 +16,8 @@ from bertviz_lab.corpus.tables import CATEGORIES, SOUNDS, VERB, VERBS
 
 _SLOT = re.compile(r"\{(\w+)(?::(\w+))?\}")
 _FORMS = ("base", "s", "ed", "ing")
-_BE = {"now": {"i": "am", "sg": "is", "pl": "are"}, "then": {"i": "was", "sg": "was", "pl": "were"}}
+_BE = {"now": {"i": "am", "sg": "is", "pl": "are"},
+       "then": {"i": "was", "sg": "was", "pl": "were"}}
 _DO = {"i": "do", "sg": "does", "pl": "do"}
 _BASE_AUX = (("will", "future"), ("did not", "past"), ("will not", "future"), ("can", ""),
              ("wanted to", "past"))
@@ -75,6 +76,17 @@ def named(name: str, gender: str, agr: str = "sg", noun: str = "") -> Ref:
     return Ref(name, subj, obj, poss, agr, noun)
 
 
+def addressee(ref: Ref) -> Ref:
+    """Who a question about `ref` is put to: the narrator "i" is asked as "you"."""
+    return YOU if ref.agr == "i" else ref
+
+
+def animal_ref(noun: Noun, plural: bool) -> Ref:
+    """The cat (it) or the cats (they)."""
+    name = "the " + (noun.pl if plural else noun.sg)
+    return named(name, "n", "pl" if plural else "sg", noun.sg)
+
+
 class Writer:
     """Draws words from shuffled decks and assembles agreeing sentences."""
 
@@ -85,6 +97,8 @@ class Writer:
 
     # --- drawing -------------------------------------------------------------
     def deck(self, key: str) -> Deck:
+        """The deck for a category ("fruit", "fruit:pl"), a verb class ("verb:eat") or a
+        verb's forms ("form:eat"), created on first use."""
         deck = self._decks.get(key)
         if deck is None:
             deck = self._decks[key] = Deck(self._items(key), self.rng)
@@ -177,14 +191,14 @@ class Writer:
         return named("the " + self.word(key), gender)
 
     def animal(self, key: str = "animal", plural: bool | None = None) -> Ref:
+        """The cat or the cats: an animal of a category, singular or (30%) plural."""
         if plural is None:
             plural = self.rng.random() < 0.3
-        noun = self.deck(key + ":pl" if plural else key).draw()
-        name = "the " + (noun.pl if plural else noun.sg)
-        return named(name, "n", "pl" if plural else "sg", noun.sg)
+        return animal_ref(self.deck(key + ":pl" if plural else key).draw(), plural)
 
     # --- clauses ------------------------------------------------------------
     def when(self, tense: str) -> str:
+        """A time phrase that fits the tense ("yesterday" for the past); "" for none."""
         return self.fill(self.one(_WHEN[tense])) if tense in _WHEN else ""
 
     def act(self, ref: Ref, cls: str, tail: str | None = None, **given: str) -> str:
@@ -218,6 +232,8 @@ class Writer:
             group = f"{_BE[tense][agr]} {verb.ing}"
         else:
             aux, tense = self.one(_BASE_GROUPS[agr])
+            if aux == "wanted to" and verb.base == "want":
+                aux = "did not"  # not "wanted to want"
             group = f"{aux} {verb.base}" if aux else verb.base
         if tense == "habit" and " " not in group and self.rng.random() < 0.4:
             group = f"{self.word('habit')} {group}"  # "the cat usually sleeps"
@@ -233,20 +249,24 @@ class Writer:
     def ask(self, ref: Ref, cls: str, tail: str | None = None, **given: str) -> list[str]:
         """A yes/no question about the referent, and its short answer."""
         verb, tails = self.deck("verb:" + cls).draw()
-        asked = YOU if ref.agr == "i" else ref
+        asked = addressee(ref)
         rest = self.fill(tail if tail is not None else self.pick(tails), poss=asked.poss, **given)
+        rest = f" {rest}" if rest else ""
         mode = self.one(("past", "habit", "future", "now"))
         if mode == "now":
-            question = f"{_BE['now'][asked.agr]} {self.who(asked)} {verb.ing} {rest}?"
+            question = f"{_BE['now'][asked.agr]} {self.who(asked)} {verb.ing}{rest}?"
             aux = _BE["now"][ref.agr]
         else:
             aux = {"past": "did", "future": "will"}.get(mode) or _DO[ref.agr]
             ask_aux = _DO[asked.agr] if mode == "habit" else aux
-            question = f"{ask_aux} {self.who(asked)} {verb.base} {rest}?"
-        answer = f"yes, {ref.subj} {aux}." if self.rng.random() < 0.5 else f"no, {ref.subj} {aux} not."
+            question = f"{ask_aux} {self.who(asked)} {verb.base}{rest}?"
+        # The narrator is asked as "you" but answers as "i": "did you ...? yes, i did."
+        yes = self.rng.random() < 0.5
+        answer = f"yes, {ref.subj} {aux}." if yes else f"no, {ref.subj} {aux} not."
         return [question, answer]
 
-    def compose(self, lead: list[str], makers: list, minimum: int = 3, maximum: int = 8) -> list[str]:
+    def compose(self, lead: list[str], makers: list, minimum: int = 3,
+                maximum: int = 8) -> list[str]:
         """Lead sentences, then sentences from `makers` in a shuffled order, 3-8 in all."""
         target = self.rng.randint(minimum, maximum)
         order = makers[:]

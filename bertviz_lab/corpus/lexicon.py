@@ -50,7 +50,7 @@ MALE_NAMES = ("tom sam ben jack leo max paul mark john david peter james luke ad
 FEMALE_NAMES = ("anna emma lily mia sara lucy kate amy grace ella nina maria sofia julia laura "
                 "rose alice ruby zoe hana mei priya fatima olga elena clara ivy jane mary helen")
 MEN = "man:men boy father brother son uncle grandfather husband king prince"
-WOMEN = "woman:women girl mother sister daughter aunt grandmother wife queen princess"
+WOMEN = "woman:women girl mother sister daughter aunt grandmother wife:wives queen princess"
 # Jobs and other roles of either gender; the story decides he or she when it introduces one.
 JOBS = ("teacher doctor nurse farmer driver cook chef baker artist writer singer dancer pilot "
         "officer soldier scientist engineer programmer lawyer judge clerk cashier teller waiter "
@@ -64,8 +64,10 @@ HUMAN_BODY = "head nose face"
 HUMAN_PAIRS = "hand ear eye leg foot:feet arm finger"
 
 # --- things -----------------------------------------------------------------
-SEATS = ("mat rug chair sofa bench floor bed couch stool carpet cushion pillow blanket step "
-         "wall fence rock log windowsill roof box table towel seat porch doorstep")
+# Things one sits on: furniture one can count, and places that come one at a time.
+SEATS = ("mat rug chair sofa bench bed couch stool carpet cushion pillow blanket box table "
+         "towel seat")
+FIXED_SEATS = "floor step wall fence rock log windowsill roof porch doorstep"
 ROOMS = "kitchen bedroom bathroom garage hall attic basement yard garden room apartment"
 KITCHENWARE = "cup plate bowl glass spoon fork knife:knives pan pot kettle bottle jar tray"
 THINGS = ("lamp clock mirror phone computer laptop camera radio key bag box basket umbrella "
@@ -79,7 +81,8 @@ LEAF_COLORS = "red yellow brown orange golden"
 BAKED = "cake pie muffin cookie biscuit"
 TOYS = "toy ball kite doll puzzle balloon robot"
 OPENABLES = "door window box bag book drawer gate"
-CLOTHES = "shirt coat jacket hat cap scarf dress skirt sweater sock shoe boot glove belt tie raincoat"
+CLOTHES = ("shirt coat jacket hat cap scarf:scarves dress skirt sweater sock shoe boot glove "
+           "belt tie raincoat")
 ROAD_VEHICLES = "car bus bike bicycle taxi truck van tram motorcycle scooter"
 TRIP_VEHICLES = "train plane bus boat ship"
 RIDES = "bike bicycle motorcycle scooter horse"
@@ -116,9 +119,18 @@ CITIES = {
     "athens": "greece", "istanbul": "turkey", "bangkok": "thailand", "nairobi": "kenya",
     "lagos": "nigeria", "lima": "peru", "amsterdam": "the netherlands", "warsaw": "poland",
     "budapest": "hungary", "helsinki": "finland", "copenhagen": "denmark", "zurich": "switzerland",
-    "geneva": "switzerland", "hanoi": "vietnam", "manila": "the philippines", "jakarta": "indonesia",
+    "geneva": "switzerland", "hanoi": "vietnam", "manila": "the philippines",
+    "jakarta": "indonesia",
     "singapore": "singapore", "auckland": "new zealand", "havana": "cuba",
 }
+
+FIELDS = ("natural language processing", "machine learning", "deep learning", "computer vision",
+          "mathematics", "physics", "chemistry", "biology", "history", "music", "art",
+          "geography", "literature", "linguistics", "economics", "philosophy", "astronomy",
+          "statistics", "robotics", "programming", "poetry", "medicine", "law")
+TREES = "tree oak pine maple willow birch palm"
+FLOWERS = "flower rose tulip daisy sunflower lily violet"
+WEATHER_MASS = "rain snow wind fog thunder lightning hail frost sunshine"
 
 # --- describing words -------------------------------------------------------
 FEELINGS = ("happy sad tired hungry thirsty sleepy angry scared brave calm curious excited "
@@ -137,6 +149,7 @@ NICE_WEATHER = "pleasant lovely nice beautiful"
 DRY_TRAITS = "sunny dry clear bright warm hot"
 PLACE_TRAITS = ("busy quiet crowded empty noisy peaceful famous beautiful old new modern small "
                 "large big huge open closed clean")
+WATER_TRAITS = "calm cold clear warm deep dark still"
 CITY_TRAITS = "busy quiet crowded noisy peaceful famous beautiful old modern small large big huge"
 DEVICE_TRAITS = "new thin fast light expensive cheap powerful smart small large modern popular"
 COLORS = "red blue green yellow black white brown pink purple orange grey golden silver"

@@ -122,6 +122,7 @@ class Deck:
         self._left: list = []
 
     def draw(self):
+        """The next item of this round; an empty deck starts a new shuffled round."""
         if not self._left:
             self._left = self._items[:]
             self._rng.shuffle(self._left)

@@ -6,11 +6,13 @@ arguments let a seed sentence open the story with the matching protagonist.
 
 from __future__ import annotations
 
-from bertviz_lab.corpus.grammar import Ref, Writer, named
+from bertviz_lab.corpus.grammar import Ref, Writer, addressee, animal_ref, named
+from bertviz_lab.corpus.morph import Noun
 from bertviz_lab.corpus.tables import ANIMAL, EATS, SOUNDS_OF, VERB
 
 
 def feeling(w: Writer, ref: Ref, frame: str = "{S} {be} {feeling}.") -> list[str]:
+    """How the referent felt: 'the cat was tired.' (or another frame with {S} and {be})."""
     return [w.fill(frame, S=w.who(ref), be=ref.be_past)]
 
 
@@ -26,9 +28,7 @@ def sound(w: Writer, ref: Ref) -> list[str]:
 def any_sound(w: Writer) -> list[str]:
     """Some animal's sound; drawing the sound first makes every sound verb appear."""
     verb, animals = w.deck("sounds").draw()
-    noun = ANIMAL[w.pick(animals)]
-    plural = w.chance(0.35)
-    ref = named("the " + (noun.pl if plural else noun.sg), "n", "pl" if plural else "sg", noun.sg)
+    ref = animal_ref(ANIMAL[w.pick(animals)], w.chance(0.35))
     tail = w.fill(w.pick(("", "loudly", "softly", "in the {nature}")))
     return [w.clause(ref.name, ref.agr, verb, tail) + "."]
 
@@ -38,8 +38,7 @@ def any_meal(w: Writer) -> list[str]:
     noun = w.deck("animal").draw()
     if noun.sg not in EATS:
         return [f"the {noun.pl} were {w.word('feeling')}."]
-    plural = w.chance(0.35)
-    ref = named("the " + (noun.pl if plural else noun.sg), "n", "pl" if plural else "sg", noun.sg)
+    ref = animal_ref(noun, w.chance(0.35))
     return [w.clause(ref.name, ref.agr, VERB["eat"], w.pick(EATS[noun.sg])) + "."]
 
 
@@ -84,6 +83,9 @@ def pet_story(w: Writer, pet: Ref | None = None, first: str | None = None,
         lambda: [w.fill("there were {num:seat} in the {room}.")],
         lambda: [w.fill("{S} looked out of the window and saw {a:small}.", S=w.who(pet))],
         lambda: [w.act(owner, "handle")],
+        lambda: [w.act(owner, "open")],
+        lambda: [w.act(owner, "perceive")],
+        lambda: [w.fill("{S} {be} {color} and {atrait}.", S=w.who(pet), be=pet.be_past)],
         lambda: relative(w, pet, owner),
     ])
 
@@ -112,6 +114,13 @@ def farm_story(w: Writer) -> list[str]:
     ])
 
 
+def _how_many(w: Writer, visitor: Ref) -> list[str]:
+    """'how many pandas did anna see?' 'she saw nine pandas.'"""
+    animals = w.word("wild", plural=True)
+    return [w.fill("how many {x} did {S} see?", x=animals, S=w.who(addressee(visitor))),
+            w.fill("{S} saw {num} {x}.", x=animals, S=visitor.subj)]
+
+
 def zoo_story(w: Writer) -> list[str]:
     """A visit to the zoo: wild animals resting, eating, roaring."""
     visitor = w.person()
@@ -126,9 +135,7 @@ def zoo_story(w: Writer) -> list[str]:
         lambda: any_sound(w),
         lambda: [w.do(animal, "eat", food)],
         lambda: [w.act(visitor, "perceive")],
-        lambda: (lambda pl: [w.fill("how many {x} did {S} see?", x=pl, S=w.who(visitor)),
-                             w.fill("{S} saw {num} {x}.", x=pl, S=visitor.subj)])(
-                                 w.word("wild", plural=True)),
+        lambda: _how_many(w, visitor),
         lambda: [w.fill("the animal that {S} liked most was the {wild}.", S=w.who(visitor))],
         lambda: [w.fill("{A} {be} {atrait} and {atrait}.", A=w.who(animal), be=animal.be_past)],
         lambda: [w.do(visitor, "draw", "{a:atrait} {wild}")],
@@ -138,6 +145,10 @@ def zoo_story(w: Writer) -> list[str]:
     ])
 
 
+# Why an animal would not cross; "tired" twice, as in the seed sentences.
+_TOO = ("tired", "tired", "scared", "sleepy", "nervous", "hungry", "lazy", "old")
+
+
 def street_story(w: Writer, animal: Ref | None = None, first: str | None = None) -> list[str]:
     """An animal that is too tired (or scared) to cross a busy street."""
     animal = animal or w.animal("animal")
@@ -145,22 +156,22 @@ def street_story(w: Writer, animal: Ref | None = None, first: str | None = None)
     lead = [first or w.fill("{A} wanted to cross the {p}.", A=w.who(animal), p=place)]
     return w.compose(lead, [
         lambda: [f"{animal.name} did not cross the {place} because {animal.subj} "
-                 f"{animal.be_past} too {w.word('feeling')}."],
+                 f"{animal.be_past} too {w.pick(_TOO)}."],
         lambda: [f"{animal.name} that did not cross the {place} {animal.be_past} "
-                 f"{w.word('feeling')}."],
+                 f"{w.pick(_TOO)}."],
         lambda: [w.fill("there were many {vehicle:pl} on the {p}.", p=place)],
         lambda: [w.act(animal, "arest", f"under {{a:tree}} near the {place}")],
         lambda: [w.fill("{a:ptrait} {role} helped {it} across the {p}.", it=animal.obj, p=place)],
         lambda: [w.do(animal, "cross", f"the {place} {{manner}}")],
         lambda: [f"why did {w.who(animal)} not cross the {place}?",
-                 f"because {animal.subj} {animal.be_past} too {w.word('feeling')}."],
+                 f"because {animal.subj} {animal.be_past} too {w.pick(_TOO)}."],
         lambda: feeling(w, animal),
     ])
 
 
 def night_story(w: Writer) -> list[str]:
     """Night animals: bats leaving a cave, an owl hooting, the moon and stars."""
-    bats = named("the bats", "n", "pl", "bat") if w.chance(0.5) else named("the bat", "n", noun="bat")
+    bats = animal_ref(Noun("bat", "bats"), w.chance(0.5))
     owl = named("the owl", "n", noun="owl")
     watcher = w.person()
     lead = [f"at night, {bats.name} flew out of the {w.pick(('cave', 'old barn', 'tree'))}."]

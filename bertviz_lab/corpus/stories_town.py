@@ -6,14 +6,10 @@ arguments let a seed sentence open the story with the matching protagonist.
 
 from __future__ import annotations
 
-from bertviz_lab.corpus.grammar import YOU, Ref, Writer, named
+from bertviz_lab.corpus.grammar import Ref, Writer, addressee, named
 from bertviz_lab.corpus.phrases import TOWN
 from bertviz_lab.corpus.tables import VERB
 
-
-def _asked(ref: Ref) -> Ref:
-    """Questions address the narrator as 'you'."""
-    return YOU if ref.agr == "i" else ref
 
 
 def _agree(ref: Ref, base: str) -> str:
@@ -39,11 +35,12 @@ def bank_story(w: Writer, who: Ref | None = None, first: str | None = None) -> l
         lambda: [w.fill("{S} opened an account for {poss} {kin}.", S=w.who(who), poss=who.poss)],
         lambda: [w.fill("{S} put the cash in {poss} {x}.", S=w.who(who), poss=who.poss,
                         x=w.pick(("wallet", "bag", "backpack")))],
-        lambda: [f"how much money did {w.who(_asked(who))} {VERB[v].base}?",
+        lambda: [f"how much money did {w.who(addressee(who))} {VERB[v].base}?",
                  w.fill("{S} {v} {num} dollars.", S=who.subj, v=VERB[v].ed)],
         lambda: [f"the bank opens at {w.pick(('eight', 'nine', 'ten'))} and closes at "
                  f"{w.pick(('four', 'five', 'six'))}."],
-        lambda: [w.fill("{S} signed a form with {a:x}.", S=w.who(who), x=w.pick(("pen", "pencil")))],
+        lambda: [w.fill("{S} signed a form with {a:x}.", S=w.who(who),
+                        x=w.pick(("pen", "pencil")))],
         lambda: [w.fill("the manager of the bank was {ptrait}.")],
         lambda: [w.act(who, "talk")],
     ])
@@ -70,12 +67,13 @@ def errand_story(w: Writer) -> list[str]:
         lambda: [w.act(who, "open")],
         lambda: [w.fill("{S} came home {x} in the {daypart}.", S=w.who(who),
                         x=w.pick(("late", "early")))],
-        lambda: [w.fill("where did {S} go {t}?", S=w.who(_asked(who)), t=w.when("past")),
+        lambda: [w.fill("where did {S} go {t}?", S=w.who(addressee(who)), t=w.when("past")),
                  f"{who.subj} went to the {place}."],
         lambda: [w.act(who, "selfcare")],
         lambda: [w.fill("there were many {vehicle:pl} on the street.")],
         lambda: [w.fill("there are {num:town} in the city.")],
-        lambda: [w.fill("{S} bought {num:thing} at the {x}.", S=w.who(who), x=w.pick(("shop", "store", "market")))],
+        lambda: [w.fill("{S} bought {num:thing} at the {x}.", S=w.who(who),
+                        x=w.pick(("shop", "store", "market")))],
         lambda: [w.act(who, "motion")],
     ])
 
@@ -112,13 +110,14 @@ def meal_story(w: Writer, who: Ref | None = None, first: str | None = None,
         lambda: [w.fill("{S} did not like the {mass_food} because it was too {ftrait}.",
                         S=w.who(who))],
         lambda: [w.fill("the {fruit} was ripe and {x}.", x=w.pick(("sweet", "juicy", "fresh")))],
-        lambda: [w.fill("what did {S} eat for {meal}?", S=w.who(_asked(who))),
+        lambda: [w.fill("what did {S} eat for {meal}?", S=w.who(addressee(who))),
                  w.fill("{S} ate {a:dish} and some {mass_food}.", S=who.subj)],
         lambda: [w.do(who, "wash", "the {kitchenware:pl}")],
         lambda: [w.fill("there were {num:kitchenware} on the table.")],
         lambda: [w.fill("{S} had {meal} at {a:placetrait} restaurant with {poss} {kin}.",
                         S=w.who(who), poss=who.poss)],
         lambda: [w.fill("{S} {be} not hungry after {meal}.", S=w.who(who), be=who.be_past)],
+        lambda: [w.act(who, "rest")],
     ])
 
 
@@ -153,22 +152,23 @@ def study_story(w: Writer, who: Ref | None = None, first: str | None = None) -> 
     elif w.chance(0.5):
         lead = [f"{w.who(who)} {_agree(who, 'love')} {field}."]
     else:
-        lead = [w.act(who, "study", field)]
+        lead = [w.act(who, "study", field=field)]
     student = "students" if who.agr == "pl" else "a student"
-    asked = _asked(who)
+    asked = addressee(who)
     return w.compose(lead, [
         lambda: [w.fill("{S} {be} {x} at the university in {city}.", S=w.who(who),
                         be=who.be_now, x=student)],
         lambda: [w.act(who, "read", "{a:readable} about " + field)],
         lambda: [w.do(teacher, "explain", field + " to the students")],
         lambda: [w.fill("{S} {v} to become {a:job}.", S=w.who(who), v=_agree(who, "want"))],
-        lambda: [w.act(who, "study")],
+        lambda: [w.act(who, "study", field=field)],
         lambda: [f"{w.who(who)} learned a lot about {field} this year."],
         lambda: [f"which subject {'does' if asked.agr == 'sg' else 'do'} {w.who(asked)} like?",
                  f"{who.subj} {_agree(who, 'like')} {field}."],
         lambda: [w.act(who, "music")],
         lambda: [w.fill("there were {num:instrument} in the music room.")],
         lambda: [w.fill("the students were {ptrait}.")],
+        lambda: [w.act(who, "rest")],
         lambda: [w.act(who, "handle")],
         lambda: [w.act(who, "read")],
         lambda: [f"{w.who(who)} did not understand {field} at first."],

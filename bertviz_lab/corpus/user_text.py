@@ -8,18 +8,20 @@ followed by whitespace, except after common abbreviations and initials.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from bertviz_lab.errors import InputError
 
 SENTENCES_PER_DOCUMENT = 5  # for text that has no paragraphs of its own
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _WHITESPACE = re.compile(r"\s+")
+# Unicode's control characters (category Cc), except those that count as whitespace
+# (tab, newline, form feed, ...): those separate words and are collapsed later.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 # A sentence may end at . ! ? (plus closing quotes or brackets) before whitespace.
 _BOUNDARY = re.compile(r"[.!?]+[\"')\]\u201d\u2019]*(?=\s)")
 # Words ending in a dot that rarely end a sentence: titles and Latin shorthands.
 _ABBREVIATIONS = frozenset(
-    "mr. mrs. ms. dr. prof. sr. jr. st. mt. vs. fig. no. vol. approx. dept. inc. ltd. "
+    "mr. mrs. ms. dr. prof. sr. jr. st. mt. vs. fig. vol. approx. dept. inc. ltd. "
     "e.g. i.e. cf. al. jan. feb. mar. apr. jun. jul. aug. sep. sept. oct. nov. dec.".split()
 )
 _INITIAL = re.compile(r"(?:[a-z]\.)+")  # "j." in "j. k. rowling"; "u.s.", "a.m."
@@ -27,8 +29,7 @@ _INITIAL = re.compile(r"(?:[a-z]\.)+")  # "j." in "j. k. rowling"; "u.s.", "a.m.
 
 def _clean(text: str) -> str:
     """Unify line ends and drop control characters (keeping newlines and tabs)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) != "Cc")
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def split_sentences(paragraph: str) -> list[str]:
@@ -49,6 +50,10 @@ def split_sentences(paragraph: str) -> list[str]:
     return [s for s in sentences if s]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def documents_from_text(text: str, min_sentences: int = 20,
                         min_words: int = 200) -> list[list[str]]:
     """Split the user's text into documents (lists of sentences) for training."""
@@ -67,7 +72,8 @@ def documents_from_text(text: str, min_sentences: int = 20,
     if n_sentences < min_sentences or n_words < min_words:
         raise InputError(
             f"training on your own text needs at least {min_sentences} sentences and "
-            f"{min_words} words; got {n_sentences} sentences and {n_words} words"
+            f"{min_words} words; got {_count(n_sentences, 'sentence')} and "
+            f"{_count(n_words, 'word')}"
         )
     return documents
 
