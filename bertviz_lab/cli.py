@@ -26,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("text", help='sentence with [MASK], e.g. "the cat sat on the [MASK] ."')
     predict.add_argument("text_b", nargs="?", default=None, help="optional second sentence (segment B)")
     add_train_parser(sub)
+    publish = sub.add_parser("publish", help="evaluate a run's last checkpoint and ship it with a model card")
+    publish.add_argument("--run-dir", required=True)
+    publish.add_argument("--to", required=True, help="target folder, e.g. checkpoints/NAME")
+    publish.add_argument("--eval-batches", type=int, default=32)
     info = sub.add_parser("info", help="the model card of a checkpoint")
     info.add_argument("--checkpoint", required=True)
     info.add_argument("--json", action="store_true")
@@ -63,7 +67,15 @@ def cmd_train(args) -> int:
         cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
         runs.check_corpus(cfg)
     with distributed.session(cfg.device if cfg else "auto"):
-        return runner.execute(args.run_dir, cfg, args.resume, sys.argv)
+        return runner.execute(args.run_dir, cfg, args.resume, sys.argv[1:])
+
+
+def cmd_publish(args) -> int:
+    from bertviz_lab.publish import publish
+
+    card = publish(args.run_dir, args.to, args.eval_batches)
+    print(json.dumps(card["held_out"], indent=2))
+    return 0
 
 
 def cmd_predict(args) -> int:
@@ -120,7 +132,8 @@ def cmd_info(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"predict": cmd_predict, "info": cmd_info, "train": cmd_train}[args.command](args)
+        return {"predict": cmd_predict, "info": cmd_info, "train": cmd_train,
+                "publish": cmd_publish}[args.command](args)
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,6 +1,6 @@
 """The `train` command's body: drive the Trainer and keep the run folder's files current.
 
-    RUN/run.json        the training config and the command line
+    RUN/run.json        the training config and the command's arguments (after `python -m bertviz_lab`)
     RUN/metrics.jsonl   one JSON record per line, flushed as it comes
     RUN/status.json     running / finished / stopped / diverged / failed, with a message (atomic)
     RUN/checkpoints/    see runstate.py
@@ -35,11 +35,14 @@ class RunFiles:
         self.run_dir, self.cfg, self.created = run_dir, cfg, created
         self.metrics = None
         self.last_status = 0.0
+        self.sticky: dict = {}  # facts that stay in every later status (the device)
 
     def status(self, status: str, message: str = "", step: int = 0, **extra) -> None:
+        self.sticky.update((k, v) for k, v in extra.items() if k == "device")
         atomic.write_json(self.run_dir / "status.json", {
             "status": status, "message": message, "pid": os.getpid(), "step": step,
-            "total_steps": self.cfg.steps, "created": self.created, "updated": time.time(), **extra})
+            "total_steps": self.cfg.steps, "created": self.created, "updated": time.time(),
+            **self.sticky, **extra})
         self.last_status = time.time()
 
     def open_metrics(self, keep_until: int | None) -> None:

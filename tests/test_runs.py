@@ -136,3 +136,23 @@ def test_torchrun_two_processes_on_cpu(tmp_path):
     assert info.status == "finished" and info.step == 6
     assert len(runs.read_metrics(run_dir, kind="train")) == 6  # rank 0 alone writes
     assert load_checkpoint(info.checkpoint).card["steps"] == 6
+
+
+def test_publish_evaluates_and_writes_a_model_card(tmp_path):
+    info = runs.start(TrainConfig(**{**SMALL, "steps": 6}), "pub", root=tmp_path / "runs")
+    assert wait(info.path).status == "finished"
+    done = subprocess.run([sys.executable, "-m", "bertviz_lab", "publish", "--run-dir", str(info.path),
+                           "--to", str(tmp_path / "shipped"), "--eval-batches", "3"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    card = load_checkpoint(tmp_path / "shipped").card
+    held = card["held_out"]
+    assert held["pairs"] == 24 and 0 <= held["mlm_top1"] <= held["mlm_top5"] <= 1 and 0 <= held["nsp_acc"] <= 1
+    assert card["steps"] == 6 and "threads" in card["hardware"] and "train" in card["command"]
+    assert not (tmp_path / "shipped" / "trainer_state.pt").exists()
+
+
+def test_finished_status_remembers_the_device(tmp_path):
+    info = runs.start(TrainConfig(**{**SMALL, "steps": 2}), "dev", root=tmp_path)
+    assert wait(info.path).status == "finished"
+    assert json.loads((info.path / "status.json").read_text())["device"] == "cpu"

@@ -1,0 +1,72 @@
+"""Turn a run's last checkpoint into a shipped model with a measured model card.
+
+    python -m bertviz_lab publish --run-dir runs/NAME --to checkpoints/NAME [--eval-batches 32]
+
+Evaluates on the run's held-out split (more batches than during training), then
+writes the Hugging Face files plus model_card.json (config, corpus, steps, time,
+hardware, held-out MLM top-1/top-5 and NSP accuracy) into a temporary folder
+that replaces the target in one rename.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+from pathlib import Path
+
+import torch
+
+from bertviz_lab.checkpoint import save_checkpoint
+from bertviz_lab.errors import CheckpointError
+from bertviz_lab.train import Trainer
+from bertviz_lab.trainconfig import TrainConfig
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _trained_on(run_dir: Path) -> str:
+    try:
+        return json.loads((run_dir / "status.json").read_text()).get("device", "unknown")
+    except (OSError, ValueError):
+        return "unknown"
+
+
+def publish(run_dir, target, eval_batches: int = 32) -> dict:
+    run_dir, target = Path(run_dir), Path(target)
+    try:
+        run = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{run_dir} is not a run folder ({exc})") from None
+    cfg = TrainConfig.from_dict({**run["config"], "device": "cpu"})
+    trainer = Trainer(cfg, run_dir, resume=True)
+    metrics = trainer.evaluate(eval_batches)
+    card = {
+        **trainer.card(),
+        "held_out": {"batches": eval_batches, "pairs": eval_batches * cfg.batch_size,
+                     **{k: round(v, 4) for k, v in metrics.items() if k not in ("kind", "step")}},
+        "hardware": f"{cpu_name()}, {cfg.threads or max(1, (os.cpu_count() or 2) - 1)} threads"
+                    f" ({os.cpu_count()} cores), torch {torch.__version__}",
+        "device": _trained_on(run_dir),
+        "train_config": run["config"],  # as the run was started (publishing itself always runs on CPU)
+        "command": " ".join(["python -m bertviz_lab", *run.get("command", [])]),
+        "parameters": trainer.model.num_parameters(),
+    }
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_checkpoint(trainer.model, trainer.tokenizer, tmp, card=card)
+    old = target.with_name(f".{target.name}.old")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
+    return card

@@ -1,0 +1,1 @@
+"""The only Streamlit code outside pages/: cached loaders, session state, widget groups."""
