@@ -24,15 +24,16 @@ def seconds_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int
     """(seconds, step, start loss, loss reached) for one fresh run."""
     start = time.perf_counter()
     trainer = Trainer(TrainConfig(seed=seed, threads=threads, device="cpu"))
-    first = None
+    first = last = None
     for record in trainer.run():
         if record["kind"] != "eval":
             continue
         first = record["mlm_loss"] if first is None else first
+        last = record["mlm_loss"]
         elapsed = time.perf_counter() - start
-        if record["mlm_loss"] < first / 2 or elapsed > limit_s:
-            return elapsed, record["step"], first, record["mlm_loss"]
-    return float("inf"), trainer.step, first, record["mlm_loss"]
+        if last < first / 2 or elapsed > limit_s:
+            return elapsed, record["step"], first, last
+    return float("inf"), trainer.step, first, last
 
 
 def main() -> None:

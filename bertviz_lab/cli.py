@@ -66,6 +66,7 @@ def cmd_train(args) -> int:
     if not args.resume:
         cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
         runs.check_corpus(cfg)
+    runner.tune_allocator()
     with distributed.session(cfg.device if cfg else "auto"):
         return runner.execute(args.run_dir, cfg, args.resume, sys.argv[1:])
 
