@@ -2,6 +2,14 @@
 
 import streamlit as st
 
+from bertviz_lab.ui.models import sidebar
+
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
-home = st.Page("pages/home.py", title="Home", icon="🏠", default=True)
-st.navigation([home]).run()
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon="🏠", default=True),
+    st.Page("pages/predict.py", title="Mask & predict", icon="🎭"),
+    st.Page("pages/attention.py", title="Attention", icon="🔦"),
+]
+page = st.navigation(PAGES)
+sidebar()
+page.run()
