@@ -1,0 +1,83 @@
+"""Drive the real app in headless Chromium: start `streamlit run app.py` on a loopback port,
+open pages, wait for scripts to finish, take screenshots. Used by the browser tests and by
+docs/make_screenshots.py."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+CHART = '[data-testid="stPlotlyChart"] .main-svg'
+EXCEPTION = '[data-testid="stException"]'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(env: dict | None = None):
+    """Yield the base URL of a fresh app server on 127.0.0.1; stop it afterwards."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+           "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with contextlib.suppress(OSError):
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
+                    break
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stdout.read().decode(errors="replace"))
+            time.sleep(0.3)
+        else:
+            raise RuntimeError("streamlit did not start within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
+
+
+@contextlib.contextmanager
+def browser_page(width: int = 1400, height: int = 1000):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            yield page
+        finally:
+            browser.close()
+
+
+def wait_idle(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the script has started and finished (a rerun flips the state to running first)."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
+    page.wait_for_timeout(300)
+
+
+def open_page(page, url: str, path: str = "") -> None:
+    page.goto(f"{url}/{path}")
+    wait_idle(page)

@@ -1,0 +1,49 @@
+"""The real app in headless Chromium: every page renders its charts without an exception,
+a new sentence changes the chart, and each page leaves a screenshot to look at."""
+
+from pathlib import Path
+
+import pytest
+
+from browser.harness import CHART, CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, streamlit_server, wait_idle
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+PAGES = [("home", "", False), ("predict", "predict", True), ("attention", "attention", True)]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.mark.parametrize("name, path, has_chart", PAGES)
+def test_page_renders_without_exception(server, name, path, has_chart):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with browser_page() as page:
+        open_page(page, server, path)
+        if has_chart:
+            page.wait_for_selector(CHART, timeout=30_000)
+            assert page.locator(CHART).count() >= 1
+        assert page.locator(EXCEPTION).count() == 0
+        assert page.locator('[data-testid="stSidebar"]').is_visible()
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("path", ["predict", "attention"])
+def test_typing_a_new_sentence_changes_the_chart(server, path):
+    with browser_page() as page:
+        open_page(page, server, path)
+        page.wait_for_selector(CHART, timeout=30_000)
+        before = page.locator(CHART).first.inner_html()
+        box = page.get_by_label("Sentence A")
+        box.fill("i went to the [MASK] to deposit money .")
+        box.press("Control+Enter")
+        wait_idle(page)
+        page.wait_for_selector(CHART, timeout=30_000)
+        after = page.locator(CHART).first.inner_html()
+        assert after != before
+        assert "deposit" in page.locator(CHART).first.inner_html() or "bank" in after
+        assert page.locator(EXCEPTION).count() == 0
