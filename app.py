@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from bertviz_lab.ui.models import sidebar
 
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
 PAGES = [
@@ -11,5 +10,4 @@ PAGES = [
     st.Page("pages/attention.py", title="Attention", icon="🔦"),
 ]
 page = st.navigation(PAGES)
-sidebar()
 page.run()

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 _ONEDNN = torch.backends.mkldnn.is_available()
+ROW_BUCKET = 16
 
 
 class PackedWeightCache:
@@ -47,8 +48,13 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cac
     if not use_onednn(x, weight):
         return F.linear(x, weight, bias)
     packed_w, packed_b = cache.get(weight, bias)
-    flat = x.reshape(-1, x.shape[-1]).contiguous().to_mkldnn()  # (N, d_in)
-    out = torch._C._nn.mkldnn_linear(flat, packed_w, packed_b).to_dense()  # (N, d_out)
+    flat = x.reshape(-1, x.shape[-1])  # (N, d_in)
+    rows = flat.shape[0]
+    # oneDNN builds (and caches) a kernel per input shape, which costs more than the product
+    # itself for a small model; padding the rows to a multiple of ROW_BUCKET keeps the number
+    # of shapes an interactive page meets small, so nearly every call finds a cached kernel.
+    padded = F.pad(flat, (0, 0, 0, -rows % ROW_BUCKET)).to_mkldnn()
+    out = torch._C._nn.mkldnn_linear(padded, packed_w, packed_b).to_dense()[:rows]  # (N, d_out)
     return out.view(*x.shape[:-1], weight.shape[0])
 
 

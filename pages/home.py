@@ -1,30 +1,42 @@
-"""Home: what the lab is, and the card of the model it uses."""
+"""Home: what the lab is, the active model's card, and where to go next."""
 
 import streamlit as st
 
-from bertviz_lab.errors import LabError
 from bertviz_lab.ui.models import active_checkpoint
 
 st.title("bertviz_lab")
 st.markdown(
-    "Learn how BERT works by watching it work: type a sentence, mask a word, and see every "
-    "number a textbook writes by hand — attention scores, softmax weights, masked-word "
-    "probabilities, MLM and NSP losses — computed live by a real PyTorch BERT."
+    "Learn how BERT works by watching it work. Type a sentence, hide a word, and see every number "
+    "a textbook writes by hand — attention scores, softmax weights, masked-word probabilities — "
+    "computed live by a real PyTorch BERT."
 )
-try:
-    ckpt = active_checkpoint()
-except LabError as exc:
-    st.error(f"The default model could not be loaded: {exc}")
-    st.stop()
+ckpt = active_checkpoint()
 cfg, card = ckpt.config, ckpt.card
 held = card.get("held_out", {})
 st.subheader(f"Active model: {ckpt.path.name}")
 cols = st.columns(5)
 cols[0].metric("Layers", cfg.num_hidden_layers)
-cols[1].metric("Heads", cfg.num_attention_heads)
+cols[1].metric("Heads per layer", cfg.num_attention_heads)
 cols[2].metric("Hidden size", cfg.hidden_size)
 cols[3].metric("Parameters", f"{ckpt.model.num_parameters() / 1e6:.1f} M")
 cols[4].metric("Vocabulary", f"{ckpt.tokenizer.vocab_size:,}")
+facts = [f"reads up to {cfg.max_position_embeddings} tokens",
+         f"heads: {'MLM + NSP' if ckpt.model.has_nsp else 'MLM only' if ckpt.model.has_mlm else 'none (encoder only)'}"]
+if card.get("corpus"):
+    facts.append(f"trained on the {card['corpus']} for {card.get('steps', '?'):,} steps")
 if held:
-    st.caption(f"Trained on the {card.get('corpus', '?')} for {card.get('steps', '?')} steps; held-out MLM "
-               f"top-1 {held['mlm_top1']:.1%}, top-5 {held['mlm_top5']:.1%}, NSP accuracy {held.get('nsp_acc', 0):.1%}.")
+    facts.append(f"held-out masked-word accuracy {held['mlm_top1']:.0%} (top-1), {held['mlm_top5']:.0%} (top-5)")
+    if "nsp_acc" in held:
+        facts.append(f"next-sentence accuracy {held['nsp_acc']:.0%}")
+st.caption(" · ".join(facts))
+
+st.subheader("Where to start")
+left, right = st.columns(2)
+with left:
+    st.page_link("pages/predict.py", label="Mask & predict", icon="🎭")
+    st.caption("Hide words and see what BERT guesses, with and without the words to the right.")
+with right:
+    st.page_link("pages/attention.py", label="Attention", icon="🔦")
+    st.caption("Every head's attention matrix, and the softmax steps for any word, one number at a time.")
+st.caption("Pick another model or the device in the sidebar; a Hugging Face BERT folder "
+           "(e.g. a downloaded bert-base-uncased) loads as is.")

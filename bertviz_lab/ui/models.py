@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "checkpoints"
 DEFAULT_CHECKPOINT = SHIPPED / "bertviz-mini"
 PATH_KEY, DEVICE_KEY, ERROR_KEY = "model.path", "model.device", "model.error"
+CHOICE_KEY, CUSTOM_KEY = "model.choice", "model.custom"
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=6)
@@ -61,7 +62,12 @@ def try_load(path: str) -> bool:
 
 
 def active_checkpoint() -> Checkpoint:
-    """The model the pages use (the shipped default until the picker chooses another)."""
+    """Draw the model and device picker in the sidebar and return the chosen model.
+
+    Every page calls this once at the top, so the picker is on every page (and in
+    every page's AppTest) and the model shown is always the one the page uses.
+    """
+    sidebar()
     path = st.session_state.get(PATH_KEY, str(DEFAULT_CHECKPOINT))
     try:
         return cached_checkpoint(path, device_name())
@@ -70,23 +76,33 @@ def active_checkpoint() -> Checkpoint:
         st.stop()
 
 
+def _pick(models: dict[str, str]) -> None:
+    label = st.session_state.get(CHOICE_KEY)
+    if label in models:
+        try_load(models[label])
+
+
+def _load_custom() -> None:
+    path = st.session_state.get(CUSTOM_KEY, "").strip()
+    if not path:
+        st.session_state[ERROR_KEY] = "Type the path of a model folder first."
+    elif try_load(path):
+        st.session_state[CHOICE_KEY] = None  # the active model is now the typed folder
+
+
 def sidebar() -> None:
-    """Model and device pickers, drawn on every page."""
+    """Model and device pickers. Changes go through callbacks, which run before the page does."""
     models = available_models()
     current = st.session_state.get(PATH_KEY, str(DEFAULT_CHECKPOINT))
-    labels = list(models)
-    index = list(models.values()).index(current) if current in models.values() else None
+    if CHOICE_KEY not in st.session_state:
+        st.session_state[CHOICE_KEY] = next((k for k, v in models.items() if v == current), None)
     with st.sidebar:
         st.subheader("Model")
-        choice = st.selectbox("Active model", labels, index=index, key="model.choice",
-                              placeholder="a folder loaded from a path")
-        if choice is not None and models[choice] != current:
-            try_load(models[choice])
+        st.selectbox("Active model", list(models), key=CHOICE_KEY, on_change=_pick, args=(models,),
+                     placeholder="a folder loaded from a path")
         with st.expander("Load a Hugging Face BERT folder"):
-            path = st.text_input("Folder path", key="model.custom", placeholder="/path/to/bert-base-uncased")
-            if st.button("Load", key="model.load", disabled=not path.strip()):
-                if try_load(path.strip()):
-                    st.rerun()
+            st.text_input("Folder path", key=CUSTOM_KEY, placeholder="/path/to/bert-base-uncased")
+            st.button("Load", key="model.load", on_click=_load_custom)
         if ERROR_KEY in st.session_state:
             st.error(st.session_state[ERROR_KEY])
         st.subheader("Device")

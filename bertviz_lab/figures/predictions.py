@@ -1,0 +1,61 @@
+"""Figures of the Mask & predict page: top-k bars for one mask, and entropy per mask.
+
+Both take table rows (a DataFrame or a list of dicts, as `analysis.candidate_rows`
+and `analysis.mask_rows` return them) so a chart always shows the numbers of the
+table next to it. Tokens are HTML-escaped: plotly renders some HTML in labels.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from bertviz_lab.figures import house_layout
+
+BAR_COLOR = "#1f77b4"
+LINE_COLOR = "#7f7f7f"
+
+
+def prediction_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -> go.Figure:
+    """Horizontal bars of the top-k probabilities of one mask, the most probable on top.
+
+    rows: columns "token", "probability" and optionally "logit", most probable first.
+    """
+    table = pd.DataFrame(rows)
+    tokens = [html.escape(str(t)) for t in table["token"]]
+    probs = table["probability"].astype(float).tolist()
+    logits = table["logit"].astype(float).tolist() if "logit" in table else [float("nan")] * len(probs)
+    fig = go.Figure(go.Bar(
+        x=probs, y=tokens, orientation="h", marker_color=BAR_COLOR,
+        text=[f"{p:.1%}" for p in probs], textposition="auto", textfont=dict(size=15), cliponaxis=False,
+        customdata=logits, hovertemplate="<b>%{y}</b><br>probability %{x:.6f}<br>logit %{customdata:.4f}"
+                                         "<extra></extra>"))
+    # Category axis: tokens such as "1" or "." must stay labels, in the table's order.
+    fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=16))
+    # Room on the right for the label of a short top bar; a long one carries its label inside.
+    top = max(probs, default=0.0)
+    fig.update_xaxes(title="probability", tickformat=".0%", range=[0, min(1.0, top * 1.3) or 1.0])
+    return house_layout(fig, title, height=90 + 34 * len(tokens))
+
+
+def confidence_strip(rows: pd.DataFrame | list[dict], max_entropy: float, title: str | None = None) -> go.Figure:
+    """Entropy of each mask's prediction (nats), with the entropy of a uniform guess as a line.
+
+    rows: columns "mask", "position", "independent" (the top-1 token) and "entropy (nats)".
+    Low bars: the model is sure; a bar near the line: it has no idea.
+    """
+    table = pd.DataFrame(rows)
+    labels = [f"#{m} → {html.escape(str(t))}" for m, t in zip(table["mask"], table["independent"])]
+    entropy = table["entropy (nats)"].astype(float).tolist()
+    fig = go.Figure(go.Bar(
+        x=labels, y=entropy, marker_color=BAR_COLOR,
+        text=[f"{h:.2f}" for h in entropy], textposition="outside", textfont=dict(size=15), cliponaxis=False,
+        customdata=table["position"].tolist(),
+        hovertemplate="%{x}<br>token position %{customdata}<br>entropy %{y:.4f} nats<extra></extra>"))
+    fig.add_hline(y=max_entropy, line_dash="dash", line_color=LINE_COLOR,
+                  annotation_text=f"no idea at all: log V = {max_entropy:.2f}", annotation_position="top left")
+    fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 8 else 0)
+    fig.update_yaxes(title="entropy (nats)", range=[0, max_entropy * 1.15])
+    return house_layout(fig, title, height=340)

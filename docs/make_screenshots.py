@@ -1,0 +1,30 @@
+"""Regenerate the README screenshots: start the app, open each page in headless Chromium, save docs/*.png.
+
+    .venv/bin/python docs/make_screenshots.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from browser.harness import CHART, browser_page, open_page, streamlit_server  # noqa: E402
+
+DOCS = Path(__file__).resolve().parent
+PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention")]
+
+
+def main() -> None:
+    with streamlit_server() as url, browser_page(width=1400, height=1000) as page:
+        for name, path in PAGES:
+            open_page(page, url, path)
+            if path:
+                page.wait_for_selector(CHART, timeout=30_000)
+            page.screenshot(path=str(DOCS / f"{name}.png"), full_page=True)
+            print("wrote", DOCS / f"{name}.png")
+
+
+if __name__ == "__main__":
+    main()

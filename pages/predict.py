@@ -1,0 +1,107 @@
+"""Mask & predict: hide words from BERT and watch it guess them, with how sure it is.
+
+Masks come from typing [MASK] or clicking words (whole-word masking). Each mask gets
+its top-k table and bar chart; several masks are filled two ways side by side: all
+at once from one pass (independent) and one at a time from the left (iterative).
+"""
+
+import re
+
+import streamlit as st
+
+from bertviz_lab import analysis
+from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
+from bertviz_lab.ui.models import active_checkpoint
+from bertviz_lab.ui.widgets import encode_or_stop, sentence_inputs
+
+DEFAULT = "the cat sat on the [MASK] ."
+MAX_DETAILED = 4  # masks drawn in full; with more, one is picked to inspect
+MAX_STEPS = 8  # left-to-right passes; the last one fills every mask still open
+COLUMNS = {"probability": st.column_config.ProgressColumn("probability", format="%.4f", min_value=0, max_value=1),
+           "logit": st.column_config.NumberColumn("logit", format="%.3f")}
+ROW_COLUMNS = {"p (independent)": st.column_config.NumberColumn(format="%.4f"),
+               "p (left-to-right)": st.column_config.NumberColumn(format="%.4f"),
+               "entropy (nats)": st.column_config.NumberColumn(format="%.3f"),
+               "probability": st.column_config.NumberColumn(format="%.4f")}
+
+
+def plain(text: str) -> str:
+    """Backslash-escape ASCII punctuation: pill labels are Markdown, and words must show as typed."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
+
+
+st.title("Mask & predict")
+st.caption("BERT learned by guessing hidden words. Hide some — type [MASK] or click words below — "
+           "and see what it guesses, and how sure it is.")
+ckpt = active_checkpoint()
+if not ckpt.model.has_mlm:
+    st.error("This model has no masked-language-model (MLM) head: it was saved without the layer that turns "
+             "hidden states into word guesses, so it cannot fill masks. Pick another model in the sidebar.")
+    st.stop()
+
+text_a, text_b = sentence_inputs("predict", DEFAULT)
+encoding = encode_or_stop(ckpt, text_a, text_b)
+clickable = {w.label: w.index for w in analysis.words(encoding, text_a, text_b) if not w.is_mask}
+chosen = []
+if clickable:
+    chosen = st.pills("Click words to hide them from BERT", list(clickable), selection_mode="multi",
+                      format_func=plain, key="predict.words",
+                      help="Every piece of a clicked word becomes [MASK] (whole-word masking).")
+left, middle, right = st.columns(3)
+top_k = left.slider("Top-k candidates", 1, min(20, ckpt.tokenizer.vocab_size), 5, key="predict.top_k")
+temperature = middle.slider("Temperature of the output softmax", 0.1, 3.0, 1.0, 0.1, key="predict.temperature",
+                            help="The logits are divided by it before the softmax: below 1 sharpens the "
+                                 "probabilities, above 1 flattens them. The ranking never changes.")
+causal = right.toggle("Left context only (causal)", key="predict.causal",
+                      help="Run the same model with a causal attention mask, as a GPT-style reader would.")
+if causal:
+    st.caption("Causal view: every token sees only itself and the words on its left, so the words after "
+               "a mask can no longer help guess it (this BERT was trained to read both ways).")
+
+try:
+    report = analysis.explore_masks(ckpt.model, ckpt.tokenizer, encoding, [clickable[w] for w in chosen],
+                                    top_k=top_k, temperature=temperature, causal=causal, max_steps=MAX_STEPS)
+except analysis.NothingMasked:
+    st.info("Nothing is hidden yet. Type [MASK] where a word should be guessed, or click words above to mask them.")
+    st.stop()
+masks = report.independent.masks
+
+st.caption("What BERT reads")
+st.code(report.masked_text, language=None, wrap_lines=True)
+
+st.subheader("The guesses" if len(masks) > 1 else "The guess")
+shown = range(len(masks))
+if len(masks) > MAX_DETAILED:
+    st.caption(f"{len(masks)} masks: all are in the tables below; pick one to see its candidates.")
+    shown = [st.selectbox("Mask to inspect", shown, key="predict.inspect",
+                          format_func=lambda i: f"mask #{i + 1} (token {masks[i].position})")]
+for i in shown:
+    mask, rows = masks[i], analysis.candidate_rows(masks[i])
+    table, chart = st.columns(2)
+    table.markdown(f"**Mask #{i + 1}** · token {mask.position}")
+    table.dataframe(rows, hide_index=True, column_config=COLUMNS)
+    table.metric("Entropy (uncertainty)", f"{mask.entropy:.2f} nats",
+                 help=f"0 = certain; {report.max_entropy:.2f} = a uniform guess over the whole vocabulary.")
+    chart.plotly_chart(prediction_bars(rows, f"Top-{top_k} for mask #{i + 1}"), key=f"predict.bars.{i}")
+
+rows = analysis.mask_rows(report)
+if report.iterative is None:
+    st.caption("Filled sentence")
+    st.code(report.independent_text, language=None, wrap_lines=True)
+    st.dataframe(rows, hide_index=True, column_config=ROW_COLUMNS)
+    st.stop()
+
+st.subheader("Independent vs left-to-right")
+one_pass, step_by_step = st.columns(2)
+one_pass.markdown("**Independent**: every mask from one pass; no guess sees another.")
+one_pass.code(report.independent_text, language=None, wrap_lines=True)
+step_by_step.markdown("**Left-to-right iterative**: fill the leftmost mask with its top guess, run again, repeat.")
+step_by_step.code(report.iterative_text, language=None, wrap_lines=True)
+if report.iterative.at_once:
+    st.caption(f"To stay fast, left-to-right stops after {MAX_STEPS - 1} single steps; step {MAX_STEPS} "
+               f"filled the remaining {report.iterative.at_once} masks together.")
+st.dataframe(rows, hide_index=True, column_config=ROW_COLUMNS)
+st.plotly_chart(confidence_strip(rows, report.max_entropy, "How unsure is BERT? Entropy per mask"),
+                key="predict.entropy")
+with st.expander("Left-to-right, step by step"):
+    st.dataframe(analysis.step_rows(report.iterative), hide_index=True, column_config=ROW_COLUMNS)

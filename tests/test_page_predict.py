@@ -1,0 +1,182 @@
+"""The Mask & predict page (AppTest on the shipped model): every widget, bad input, charts = tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from bertviz_lab.checkpoint import save_checkpoint
+from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
+from bertviz_lab.model import BertForPreTraining
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "predict.py")
+CAT = "the cat sat on the [MASK] ."
+
+
+def page(text: str | None = None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    if text is not None:
+        at.text_area(key="predict.text_a").input(text).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def candidates(at: AppTest, index: int = 0) -> list[str]:
+    return at.dataframe[index].value["token"].tolist()
+
+
+def codes(at: AppTest) -> list[str]:
+    return [c.value for c in at.code]
+
+
+def test_default_sentence_guesses_mat_and_the_chart_shows_the_table():
+    at = page()
+    assert at.title[0].value == "Mask & predict"
+    assert "mat" in candidates(at)[:3]
+    assert codes(at) == [CAT, "the cat sat on the «mat» ."]
+    table = at.dataframe[0].value
+    (bars,) = figures(at)
+    assert bars["data"][0]["y"] == table["token"].tolist()
+    assert bars["data"][0]["x"] == pytest.approx(table["probability"].tolist())
+    assert bars["data"][0]["text"][0] == f"{table['probability'][0]:.1%}"
+    assert at.metric[0].label == "Entropy (uncertainty)" and at.metric[0].value.endswith("nats")
+    assert at.pills[0].options == ["the", "cat", "sat", "on", "the₂", "\\."]  # the typed [MASK] is no pill
+
+
+def test_no_mask_says_how_to_mask_and_clicking_a_word_masks_it():
+    at = page("the cat sat on the mat .")
+    assert "Type [MASK]" in at.info[0].value and "click words" in at.info[0].value
+    assert not at.dataframe
+    at.pills[0].set_value(["mat"]).run()
+    assert not at.exception and not at.info
+    assert codes(at)[0] == CAT and "mat" in candidates(at)[:3]
+    assert at.dataframe[1].value["hidden word"].tolist() == ["mat"]
+    at.text_area(key="predict.text_a").input("a mat is on the floor").run()  # the clicked word follows its text
+    assert codes(at)[0] == "a [MASK] is on the floor"
+    at.text_area(key="predict.text_a").input("the dog sat .").run()  # ... and is dropped once it is gone
+    assert not at.exception and at.pills[0].value == [] and at.info
+
+
+def test_clicking_a_split_word_masks_all_its_pieces_and_fills_them_both_ways():
+    at = page("the biggest cat sat on the mat .")  # biggest = big ##g ##e ##s ##t
+    at.pills[0].set_value(["biggest", "mat"]).run()
+    assert not at.exception
+    assert codes(at)[0] == "the [MASK] [MASK] [MASK] [MASK] [MASK] cat sat on the [MASK] ."
+    assert len(at.get("plotly_chart")) == 2  # more than four masks: one bar chart, picked, plus the entropy strip
+    assert [m.value for m in at.markdown if m.value.startswith("**Mask")] == ["**Mask #1** · token 2"]
+    at.selectbox(key="predict.inspect").set_value(5).run()
+    assert [m.value for m in at.markdown if m.value.startswith("**Mask")] == ["**Mask #6** · token 11"]
+    independent, iterative = codes(at)[1:3]
+    assert independent.count("«") == 6 and iterative.count("«") == 6 and "[MASK]" not in iterative
+    rows = at.dataframe[1].value
+    assert rows["step"].tolist() == [1, 2, 3, 4, 5, 6] and rows["hidden word"].tolist()[-1] == "mat"
+
+
+def test_several_masks_side_by_side_with_entropy_chart_and_steps():
+    at = page("i went to the [MASK] to [MASK] money .")
+    assert [m.value for m in at.markdown if m.value.startswith("**")][-2:] == [
+        "**Independent**: every mask from one pass; no guess sees another.",
+        "**Left-to-right iterative**: fill the leftmost mask with its top guess, run again, repeat."]
+    rows, steps = at.dataframe[2].value, at.dataframe[3].value
+    strip = figures(at)[-1]["data"][0]
+    assert strip["y"] == pytest.approx(rows["entropy (nats)"].tolist())
+    assert [label.split(" → ")[1] for label in strip["x"]] == rows["independent"].tolist()
+    assert steps["step"].tolist() == [1, 2] and "«" in steps["sentence after this step"][0]
+    assert rows["left-to-right"][0] == rows["independent"][0]
+
+
+def test_top_k_and_temperature_change_the_table_and_the_bars():
+    at = page()
+    at.slider(key="predict.top_k").set_value(12).run()
+    assert len(candidates(at)) == 12 and len(figures(at)[0]["data"][0]["y"]) == 12
+    cold = at.dataframe[0].value
+    entropy_cold = float(at.metric[0].value.split()[0])
+    at.slider(key="predict.temperature").set_value(2.5).run()
+    hot = at.dataframe[0].value
+    assert hot["token"].tolist() == cold["token"].tolist()  # temperature never changes the ranking
+    assert hot["probability"][0] < cold["probability"][0] and float(at.metric[0].value.split()[0]) > entropy_cold
+    assert hot["logit"].tolist() == pytest.approx(cold["logit"].tolist())
+
+
+def test_causal_toggle_hides_the_right_context_and_says_so():
+    at = page("i love [MASK] language processing .")
+    assert candidates(at)[0] == "natural"
+    at.toggle(key="predict.causal").set_value(True).run()
+    assert not at.exception and candidates(at)[0] != "natural"
+    assert any("words on its left" in c.value for c in at.caption)
+
+
+def test_pair_toggle_adds_segment_b_and_its_words():
+    at = page()
+    at.toggle(key="predict.pair").set_value(True).run()
+    at.text_area(key="predict.text_b").input("it was soft .").run()
+    assert not at.exception
+    assert codes(at)[0] == CAT + " [SEP] it was soft ."
+    assert at.pills[0].options[-4:] == ["it", "was", "soft", "\\.₂"]
+    at.pills[0].set_value(["soft"]).run()
+    assert codes(at)[0] == "the cat sat on the [MASK] . [SEP] it was [MASK] ."
+
+
+@pytest.mark.parametrize("text, kind, message", [
+    ("", "warning", "empty"),
+    ("   \n ", "warning", "empty"),
+    ("\u200b\u200b", "warning", "no characters the tokenizer can read"),
+    ("the [MASK] " + "cat " * 5000, "info", "tokens were dropped"),
+])
+def test_unusable_or_overlong_text_gives_a_message(text, kind, message):
+    at = page(text)
+    assert any(message in box.value for box in at.get(kind))
+
+
+@pytest.mark.parametrize("text, guessed", [
+    ("[MASK] [MASK] [MASK]", 3),
+    ("[MASK] " * 60, 60),
+    ("i love 🐱 [MASK] .", 1),
+    ("猫 [MASK] 日本語", 1),
+    ("שלום [MASK] עולם", 1),
+    ("the\u200bcat sat on the [MASK] .", 1),
+])
+def test_strange_text_is_predicted_without_breaking(text, guessed):
+    at = page(text)
+    masks = at.dataframe[-2 if guessed > 1 else -1].value
+    assert len(masks) == guessed and masks["independent"].str.len().min() > 0
+    if guessed == 60:
+        assert any("filled the remaining 53 masks together" in c.value for c in at.caption)
+    if text.startswith("[MASK]"):
+        assert not at.pills  # nothing left to click
+
+
+def test_script_tags_are_shown_as_text_never_as_html():
+    at = page("<script>alert(1)</script> [MASK] <b>bold</b>")
+    assert not at.get("html")
+    assert all(not m.proto.allow_html and "<script" not in m.value for m in at.markdown)
+    options = at.pills[0].options
+    assert options[:3] == ["\\<", "script", "\\>"] and "\\/" in options  # Markdown escapes: shown literally
+    at.pills[0].set_value(["alert"]).run()
+    assert not at.exception and codes(at)[0].count("[MASK]") == 6  # a ##l ##e ##r ##t and the typed one
+
+
+def test_model_without_mlm_head_says_so(tmp_path, tiny_config, tiny_tokenizer):
+    bare = save_checkpoint(BertForPreTraining(tiny_config, mlm_head=False, nsp_head=False), tiny_tokenizer,
+                           tmp_path / "bare")
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["model.path"] = str(bare)
+    at.run()
+    assert not at.exception and "no masked-language-model (MLM) head" in at.error[0].value
+    assert not at.text_area
+
+
+def test_bar_chart_escapes_tokens_and_keeps_numbers_as_categories():
+    fig = prediction_bars([{"token": "<b>", "probability": 0.6, "logit": 2.0},
+                           {"token": "1", "probability": 0.4, "logit": 1.0}])
+    assert list(fig.data[0].y) == ["&lt;b&gt;", "1"] and fig.layout.yaxis.type == "category"
+    assert fig.layout.yaxis.autorange == "reversed" and list(fig.data[0].text) == ["60.0%", "40.0%"]
+    strip = confidence_strip([{"mask": 1, "position": 3, "independent": "<i>", "entropy (nats)": 0.5}], 7.0)
+    assert list(strip.data[0].x) == ["#1 → &lt;i&gt;"] and strip.layout.shapes[0].y0 == 7.0
