@@ -5,9 +5,9 @@ import streamlit as st
 
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon="🏠", default=True),
-    st.Page("pages/predict.py", title="Mask & predict", icon="🎭"),
-    st.Page("pages/attention.py", title="Attention", icon="🔦"),
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/predict.py", title="Mask & predict", icon=":material/visibility_off:"),
+    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
 ]
 page = st.navigation(PAGES)
 page.run()

@@ -17,7 +17,7 @@ PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention")]
 
 
 def main() -> None:
-    with streamlit_server() as url, browser_page(width=1400, height=1000) as page:
+    with streamlit_server() as url, browser_page(width=1400, height=1700) as page:
         for name, path in PAGES:
             open_page(page, url, path)
             if path:

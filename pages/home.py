@@ -33,10 +33,10 @@ st.caption(" · ".join(facts))
 st.subheader("Where to start")
 left, right = st.columns(2)
 with left:
-    st.page_link("pages/predict.py", label="Mask & predict", icon="🎭")
+    st.page_link("pages/predict.py", label="Mask & predict", icon=":material/visibility_off:")
     st.caption("Hide words and see what BERT guesses, with and without the words to the right.")
 with right:
-    st.page_link("pages/attention.py", label="Attention", icon="🔦")
+    st.page_link("pages/attention.py", label="Attention", icon=":material/grid_on:")
     st.caption("Every head's attention matrix, and the softmax steps for any word, one number at a time.")
 st.caption("Pick another model or the device in the sidebar; a Hugging Face BERT folder "
            "(e.g. a downloaded bert-base-uncased) loads as is.")
