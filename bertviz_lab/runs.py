@@ -24,7 +24,12 @@ from bertviz_lab.errors import ConfigError, InputError
 from bertviz_lab.trainconfig import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_RUNS = Path(os.environ.get("BERTVIZ_RUNS", ROOT / "runs"))
+
+
+def runs_root() -> Path:
+    """Where runs live: $BERTVIZ_RUNS, or runs/ in the repository (read at each call, so tests can redirect)."""
+    return Path(os.environ.get("BERTVIZ_RUNS", ROOT / "runs"))
+
 ACTIVE = ("starting", "running")
 STOP_MARKER = "stop_requested"
 _children: dict[int, subprocess.Popen] = {}  # processes this Python started: polled, so none is left a zombie
@@ -89,9 +94,10 @@ def check_corpus(cfg: TrainConfig) -> None:
     corpus.documents_from_text(corpus.read_text_file(path.read_bytes()))
 
 
-def start(cfg: TrainConfig, name: str | None = None, root: Path = DEFAULT_RUNS) -> RunInfo:
+def start(cfg: TrainConfig, name: str | None = None, root: Path | None = None) -> RunInfo:
     """Validate, create the run folder, and launch the training process in its own session."""
     check_corpus(cfg)
+    root = Path(root) if root is not None else runs_root()
     run_dir = Path(root) / sanitize_name(name or new_name())
     Path(root).mkdir(parents=True, exist_ok=True)
     try:
@@ -165,8 +171,9 @@ def read(run_dir) -> RunInfo:
     return info
 
 
-def list_runs(root: Path = DEFAULT_RUNS) -> list[RunInfo]:
-    """All runs under root, newest first."""
+def list_runs(root: Path | None = None) -> list[RunInfo]:
+    """All runs under root (default `runs_root()`), newest first."""
+    root = Path(root) if root is not None else runs_root()
     if not Path(root).is_dir():
         return []
     runs = [read(p) for p in Path(root).iterdir() if p.is_dir() and (p / "status.json").exists()]
