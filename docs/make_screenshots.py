@@ -10,16 +10,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from browser.harness import CHART, browser_page, open_page, streamlit_server  # noqa: E402
+from browser.harness import CHART, browser_page, open_page, streamlit_server, wait_idle  # noqa: E402
 
 DOCS = Path(__file__).resolve().parent
-PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention")]
+PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("losses", "losses"),
+         ("worked", "worked")]
 
 
 def main() -> None:
     with streamlit_server() as url, browser_page(width=1400, height=1700) as page:
         for name, path in PAGES:
             open_page(page, url, path)
+            if name == "losses":  # the stepper starts at step 1; show every step for the picture
+                page.get_by_text("Show all steps").click()
+                wait_idle(page)
             if path:
                 page.wait_for_selector(CHART, timeout=30_000)
             page.screenshot(path=str(DOCS / f"{name}.png"), full_page=True)

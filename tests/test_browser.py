@@ -10,7 +10,10 @@ from browser.harness import CHART, CHROMIUM, EXCEPTION, ROOT, browser_page, open
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
-PAGES = [("home", "", False), ("predict", "predict", True), ("attention", "attention", True)]
+PAGES = [("home", "", False), ("predict", "predict", True), ("attention", "attention", True),
+         ("losses", "losses", True), ("worked", "worked", True)]
+# What to do on a page before its charts exist: the losses stepper starts at step 1 (no chart).
+PREPARE = {"losses": lambda page: page.get_by_text("Show all steps").click()}
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +27,9 @@ def test_page_renders_without_exception(server, name, path, has_chart):
     SHOTS.mkdir(parents=True, exist_ok=True)
     with browser_page() as page:
         open_page(page, server, path)
+        if name in PREPARE:
+            PREPARE[name](page)
+            wait_idle(page)
         if has_chart:
             page.wait_for_selector(CHART, timeout=30_000)
             assert page.locator(CHART).count() >= 1

@@ -1,0 +1,193 @@
+"""The Pretrain live page in AppTest: the form refuses every invalid value by name and starts
+nothing; a valid form starts a background run that the page follows to "finished"; a run
+started from the page equals one started from the CLI with the same settings."""
+
+import base64
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from bertviz_lab import runs
+from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.ui.pretrain import LABELS
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "pretrain.py")
+TINY = dict(preset="tiny", hidden=32, heads=2, layers=2, steps=20, batch_size=8, seq_len=32, eval_every=5, threads=1)
+SENTENCE = "The cat sat on the mat and looked at the rain over the quiet city."
+
+
+@pytest.fixture(autouse=True)
+def runs_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("BERTVIZ_RUNS", str(tmp_path))
+    yield tmp_path
+    for run in runs.list_runs(tmp_path):  # never leave a training process behind
+        runs.stop(run.path, timeout=30)
+
+
+def page() -> AppTest:
+    return AppTest.from_file(PAGE, default_timeout=60).run()
+
+
+def fill(at: AppTest, **values) -> AppTest:
+    for name, value in values.items():
+        widget = at.selectbox(key=f"pretrain.{name}") if name == "preset" else at.number_input(key=f"pretrain.{name}")
+        widget.set_value(value)
+    return at
+
+
+def submit(at: AppTest) -> AppTest:
+    return at.button(key="pretrain.start").click().run()
+
+
+def run_folders(root: Path) -> list[Path]:
+    return [p for p in root.iterdir() if p.is_dir() and p.name != "uploads"]
+
+
+def wait_done(run_dir: Path, timeout: float = 90) -> runs.RunInfo:
+    deadline = time.time() + timeout
+    while runs.read(run_dir).active and time.time() < deadline:
+        time.sleep(0.2)
+    return runs.read(run_dir)
+
+
+def array(value) -> np.ndarray:
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return np.asarray(value, dtype=float)
+
+
+def charts(at: AppTest, title: str) -> list[dict]:
+    figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [f for f in figures if f["layout"].get("title", {}).get("text") == title]
+
+
+def chart(at: AppTest, title: str) -> dict:
+    return charts(at, title)[0]
+
+
+def test_renders_with_no_runs(runs_dir):
+    at = page()
+    assert not at.exception and not at.error
+    assert "No runs yet" in at.info[0].value
+    assert at.button(key="pretrain.start").label == "Start training"
+    assert run_folders(runs_dir) == []
+
+
+@pytest.mark.parametrize("values, field", [
+    (dict(steps=0), "steps"), (dict(lr=0.0), "lr"), (dict(batch_size=0), "batch_size"),
+    (dict(mask_rate=1.5), "mask_rate"), (dict(heads=3), "heads"), (dict(seq_len=4), "seq_len"),
+    (dict(weight_decay=1.0), "weight_decay"), (dict(warmup=-1), "warmup"),
+])
+def test_an_invalid_value_is_refused_by_name_and_starts_nothing(runs_dir, values, field):
+    at = submit(fill(page(), **values))
+    assert not at.exception
+    (error,) = at.error
+    assert error.value.startswith(f"**{LABELS[field]}**: {field} ")  # the form's label, then the field
+    assert run_folders(runs_dir) == [] and not (runs_dir / "uploads").exists()
+
+
+@pytest.mark.parametrize("data, words", [
+    ("café au lait. ".encode("latin-1") * 50, "not UTF-8"),
+    (b"\x00\x01\x02binary\x00" * 40, "binary"),
+    ("\ufefftoo short. only two sentences.".encode("utf-8-sig"), "at least 20 sentences"),
+])
+def test_a_bad_upload_is_refused_and_starts_nothing(runs_dir, data, words):
+    at = page()
+    at.radio(key="pretrain.corpus_kind").set_value("upload").run()
+    at.file_uploader(key="pretrain.upload").set_value(("class.txt", data, "text/plain"))
+    at = submit(at)
+    (error,) = at.error
+    assert "corpus" in error.value and words in error.value
+    assert run_folders(runs_dir) == [] and not (runs_dir / "uploads").exists()
+
+
+def test_too_little_pasted_text_is_refused(runs_dir):
+    at = page()
+    at.radio(key="pretrain.corpus_kind").set_value("paste").run()
+    at.text_area(key="pretrain.paste").input(SENTENCE * 3)
+    at = submit(at)
+    (error,) = at.error
+    assert "corpus" in error.value and "at least 20 sentences" in error.value
+    assert run_folders(runs_dir) == []
+
+
+def test_pasted_text_is_saved_under_the_runs_folder_and_trained_on(runs_dir):
+    at = page()
+    at.radio(key="pretrain.corpus_kind").set_value("paste").run()
+    at.text_area(key="pretrain.paste").input(" ".join([SENTENCE] * 30))
+    at = submit(fill(at, **{**TINY, "steps": 3}))
+    assert not at.error and not at.exception
+    (run,) = runs.list_runs(runs_dir)
+    info = wait_done(run.path)
+    assert info.status == "finished", info.message
+    corpus = Path(info.config["corpus"])  # the text the run trained on, kept under the runs folder
+    assert corpus.parent == runs_dir / "uploads" and corpus.read_text(encoding="utf-8").startswith(SENTENCE)
+
+
+def test_a_tiny_run_from_the_page_finishes_shows_its_curves_and_equals_the_cli(runs_dir):
+    at = submit(fill(page(), **TINY))
+    assert not at.error and not at.exception
+    (folder,) = run_folders(runs_dir)
+    assert at.selectbox(key="pretrain.run").value == folder.name  # the page follows the run it started
+    info = wait_done(folder)
+    assert info.status == "finished", info.message
+
+    at.run()
+    assert "finished" in at.markdown[0].value or any("finished" in m.value for m in at.markdown)
+    loss = {t["name"]: t for t in chart(at, "MLM loss")["data"]}
+    np.testing.assert_array_equal(array(loss["train"]["x"]), np.arange(1, 21))
+    np.testing.assert_array_equal(array(loss["held-out"]["x"]), [0, 5, 10, 15, 20])
+    assert "Use this model" in [b.label for b in at.button]
+    at.button(key="pretrain.use").click().run()
+    assert at.session_state["model.path"] == str(info.checkpoint)
+    assert any("now the active model" in s.value for s in at.success)
+
+    cli = runs_dir / "from-cli"
+    subprocess.run([sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(cli),
+                    *runs.cli_args(TrainConfig(**{k: v for k, v in TINY.items()}))],
+                   cwd=ROOT, check=True, capture_output=True, timeout=120)
+    for kind in ("train", "eval"):
+        ours, theirs = (
+            [{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed")} for r in runs.read_metrics(d, kind)]
+            for d in (folder, cli))
+        assert ours == theirs and len(ours) == (20 if kind == "train" else 5)
+
+
+def test_a_new_session_follows_the_newest_active_run_and_stop_stops_it(runs_dir):
+    done = runs.start(TrainConfig(**{**TINY, "steps": 2}), name="old")
+    wait_done(done.path)
+    live = runs.start(TrainConfig(**{**TINY, "steps": 100_000}), name="live")
+    deadline = time.time() + 60
+    while runs.read(live.path).step < 1 and time.time() < deadline:  # training, with its first checkpoint
+        time.sleep(0.1)
+    at = page()  # a fresh session, as after a page refresh
+    assert at.selectbox(key="pretrain.run").value == "live"
+    at.button(key="pretrain.stop").click().run()
+    assert wait_done(live.path, timeout=60).status == "stopped"
+    at.run()
+    assert any("stopped" in m.value for m in at.markdown)
+    assert {"Resume", "Use this model"} <= {b.label for b in at.button}
+
+
+def test_overlaying_runs_draws_each_runs_held_out_curve(runs_dir):
+    for name, nsp in (("with-nsp", True), ("no-nsp", False)):
+        wait_done(runs.start(TrainConfig(**{**TINY, "steps": 10, "nsp": nsp}), name=name).path)
+    at = page()
+    table = at.dataframe[0].value
+    assert sorted(table["run"]) == ["no-nsp", "with-nsp"]
+    assert dict(zip(table["run"], table["NSP"])) == {"with-nsp": "on", "no-nsp": "off"}
+    assert table["held-out MLM loss"].notna().all()
+    at.multiselect(key="pretrain.compare").set_value(["with-nsp", "no-nsp"]).run()
+    overlay = charts(at, "MLM loss")[-1]  # after the live panel's own chart
+    assert [t["name"] for t in overlay["data"]] == ["with-nsp · held-out", "no-nsp · held-out"]
+    held = {r: runs.read_metrics(runs_dir / r, "eval") for r in ("with-nsp", "no-nsp")}
+    for trace, run in zip(overlay["data"], held):
+        np.testing.assert_allclose(array(trace["y"]), [r["mlm_loss"] for r in held[run]])
+    assert [t["name"] for t in charts(at, "NSP loss")[-1]["data"]] == ["with-nsp · held-out"]
