@@ -53,3 +53,14 @@ def test_typing_a_new_sentence_changes_the_chart(server, path):
         assert after != before
         assert "deposit" in page.locator(CHART).first.inner_html() or "bank" in after
         assert page.locator(EXCEPTION).count() == 0
+
+
+def test_a_deep_link_as_the_first_request_gets_the_apps_menu():
+    """A bookmarked page opened right after the server starts must not fall into the pages/-folder menu."""
+    with streamlit_server() as url, browser_page() as page:
+        open_page(page, url, "attention")
+        wait_idle(page)
+        nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "Mask & predict" in nav and "app" not in nav.split()
+        page.wait_for_selector(CHART, timeout=30_000)
+        assert page.locator(EXCEPTION).count() == 0

@@ -10,7 +10,9 @@ from bertviz_lab import runs
 from browser.harness import CHART, CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, streamlit_server, wait_idle
 
 pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)"),
+              pytest.mark.skipif("pages/pretrain.py" not in (ROOT / "app.py").read_text(),
+                                 reason="app.py does not route pages/pretrain.py yet")]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 # Points of the live MLM-loss chart's train trace, read from plotly's own data on the page.
 TRAIN_POINTS = """() => {

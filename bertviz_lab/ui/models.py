@@ -90,8 +90,26 @@ def _load_custom() -> None:
         st.session_state[CHOICE_KEY] = None  # the active model is now the typed folder
 
 
+def ensure_router() -> None:
+    """Leave Streamlit's legacy pages/-folder mode if this server started in it.
+
+    A server whose first request is a deep link (say /attention, bookmarked) runs the
+    page file directly with an automatic menu built from pages/, because app.py has not
+    yet told Streamlit about st.navigation. Turning that flag off and rerunning sends the
+    same URL through app.py's router, with its menu and wide layout.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a Streamlit without this internal: nothing to fix
+        return
+    if getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def sidebar() -> None:
     """Model and device pickers. Changes go through callbacks, which run before the page does."""
+    ensure_router()
     models = available_models()
     current = st.session_state.get(PATH_KEY, str(DEFAULT_CHECKPOINT))
     if CHOICE_KEY not in st.session_state:

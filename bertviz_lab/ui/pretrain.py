@@ -175,7 +175,7 @@ def pick_run(all_runs: list[runs.RunInfo], started: runs.RunInfo | None) -> runs
         remembered = st.session_state.get(SELECTED)
         newest = next((r for r in all_runs if r.active), all_runs[0])
         st.session_state[RUN_KEY] = remembered if remembered in names else newest.name
-    name = st.selectbox("Run", list(names), key=RUN_KEY, format_func=lambda n: f"{n} · {names[n].status}")
+    name = st.selectbox("Run", list(names), key=RUN_KEY)  # its status is in the live panel, which stays current
     st.session_state[SELECTED] = name
     return names[name]
 
