@@ -31,12 +31,22 @@ if held:
 st.caption(" · ".join(facts))
 
 st.subheader("Where to start")
-left, right = st.columns(2)
-with left:
-    st.page_link("pages/predict.py", label="Mask & predict", icon=":material/visibility_off:")
-    st.caption("Hide words and see what BERT guesses, with and without the words to the right.")
-with right:
-    st.page_link("pages/attention.py", label="Attention", icon=":material/grid_on:")
-    st.caption("Every head's attention matrix, and the softmax steps for any word, one number at a time.")
+LINKS = [
+    ("pages/predict.py", "Mask & predict", ":material/visibility_off:",
+     "Hide words and see what BERT guesses, with and without the words to the right."),
+    ("pages/attention.py", "Attention", ":material/grid_on:",
+     "Every head's attention matrix, and the softmax steps for any word, one number at a time."),
+    ("pages/pretrain.py", "Pretrain live", ":material/model_training:",
+     "Train a small BERT in the background and watch its losses fall and its heads form."),
+    ("pages/losses.py", "Losses step by step", ":material/functions:",
+     "One training example: 15% picked, 80/10/10, MLM and NSP losses, one optimizer step."),
+    ("pages/worked.py", "Worked examples", ":material/calculate:",
+     "The textbook's hand computations as calculators, with the exact values."),
+]
+for row in range(0, len(LINKS), 3):
+    for column, (path, label, icon, blurb) in zip(st.columns(3), LINKS[row:row + 3]):
+        with column:
+            st.page_link(path, label=label, icon=icon)
+            st.caption(blurb)
 st.caption("Pick another model or the device in the sidebar; a Hugging Face BERT folder "
            "(e.g. a downloaded bert-base-uncased) loads as is.")
