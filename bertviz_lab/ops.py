@@ -53,7 +53,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cac
     # oneDNN builds (and caches) a kernel per input shape, which costs more than the product
     # itself for a small model; padding the rows to a multiple of ROW_BUCKET keeps the number
     # of shapes an interactive page meets small, so nearly every call finds a cached kernel.
-    padded = F.pad(flat, (0, 0, 0, -rows % ROW_BUCKET)).to_mkldnn()
+    extra = -rows % ROW_BUCKET
+    padded = (F.pad(flat, (0, 0, 0, extra)) if extra else flat.contiguous()).to_mkldnn()
     out = torch._C._nn.mkldnn_linear(padded, packed_w, packed_b).to_dense()[:rows]  # (N, d_out)
     return out.view(*x.shape[:-1], weight.shape[0])
 
