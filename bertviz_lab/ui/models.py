@@ -50,13 +50,19 @@ def device_name() -> str:
 
 
 def try_load(path: str) -> bool:
-    """Make `path` the active model if it loads; otherwise keep the current one and remember why."""
+    """Make `path` the active model if it loads; otherwise keep the current one and remember why.
+
+    Called from widget callbacks only, so it may also move the sidebar picker to the
+    model's entry (or to none, for a folder typed by hand).
+    """
+    folder = str(Path(path).expanduser())
     try:
-        cached_checkpoint(str(Path(path).expanduser()), device_name())
+        cached_checkpoint(folder, device_name())
     except LabError as exc:
         st.session_state[ERROR_KEY] = f"Could not load {path}: {exc}"
         return False
-    st.session_state[PATH_KEY] = str(Path(path).expanduser())
+    st.session_state[PATH_KEY] = folder
+    st.session_state[CHOICE_KEY] = next((k for k, v in available_models().items() if v == folder), None)
     st.session_state.pop(ERROR_KEY, None)
     return True
 
@@ -86,8 +92,8 @@ def _load_custom() -> None:
     path = st.session_state.get(CUSTOM_KEY, "").strip()
     if not path:
         st.session_state[ERROR_KEY] = "Type the path of a model folder first."
-    elif try_load(path):
-        st.session_state[CHOICE_KEY] = None  # the active model is now the typed folder
+    else:
+        try_load(path)
 
 
 def ensure_router() -> None:

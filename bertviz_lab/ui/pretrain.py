@@ -25,7 +25,7 @@ from bertviz_lab.figures import training as figs
 from bertviz_lab.figures.attention import attention_heatmap, export_config
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.trainconfig import PRECISIONS, TrainConfig
-from bertviz_lab.ui.models import CHOICE_KEY, PATH_KEY, available_models, try_load
+from bertviz_lab.ui.models import PATH_KEY, try_load
 
 REFRESH_S = 1.5  # the live panel's refresh interval while a run trains
 RUN_KEY, SELECTED, WATCHING = "pretrain.run", "pretrain.selected", "pretrain.watching"
@@ -319,18 +319,13 @@ def probe_panel(run: runs.RunInfo) -> None:
 
 
 # --- Finished runs and the table of runs -----------------------------------------------------
-def _use(path: str) -> None:
-    if try_load(path):
-        st.session_state[CHOICE_KEY] = next((k for k, v in available_models().items() if v == path), None)
-
-
 def use_model_button(run: runs.RunInfo) -> None:
     if run.status not in ("finished", "stopped") or run.checkpoint is None:
         return
     path = str(run.checkpoint)
     left, right = st.columns([1, 3], vertical_alignment="center")
     left.button("Use this model", key="pretrain.use", type="primary", icon=":material/model_training:",
-                on_click=_use, args=(path,))
+                on_click=try_load, args=(path,))
     if st.session_state.get(PATH_KEY) == path:
         right.success("This run's model is now the active model: open Mask & predict or Attention to explore it.")
     else:
