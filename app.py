@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),

@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 import torch
-
 from common import pin_threads
+
 from bertviz_lab import corpus
-from bertviz_lab.checkpoint import save_checkpoint
-from bertviz_lab.config import preset
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from bertviz_lab.bert.checkpoint import save_checkpoint
+from bertviz_lab.bert.config import preset
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"Mask & predict": ("pages/predict.py", "predict.text_a"), "Attention": ("pages/attention.py", "attn.text_a")}

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bertviz_lab.config import BertConfig  # noqa: E402
+from bertviz_lab.bert.config import BertConfig  # noqa: E402
 
 
 def pin_threads(n: int) -> None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 
 import torch
-
 from common import hf_twin, median_ms, pin_threads
-from bertviz_lab.config import preset
-from bertviz_lab.device import resolve_device
-from bertviz_lab.model import BertForPreTraining
+
+from bertviz_lab.bert.config import preset
+from bertviz_lab.bert.device import resolve_device
+from bertviz_lab.bert.model import BertForPreTraining
 
 CASES = [("mini", 32), ("base", 32), ("base", 128)]
 

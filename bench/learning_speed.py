@@ -16,8 +16,9 @@ import statistics
 import time
 
 from common import pin_threads
-from bertviz_lab.train import Trainer
-from bertviz_lab.trainconfig import TrainConfig
+
+from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.loop import Trainer
 
 
 def seconds_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int, float, float]:

@@ -17,13 +17,13 @@ import statistics
 import time
 
 import torch
-
 from common import hf_twin, pin_threads
-from bertviz_lab.config import BertConfig
-from bertviz_lab.data import Batch
-from bertviz_lab.masking import mask_tokens
-from bertviz_lab.train import Trainer, _param_groups
-from bertviz_lab.trainconfig import TrainConfig
+
+from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.masking import mask_tokens
+from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.data import Batch
+from bertviz_lab.pretrain.loop import Trainer, _param_groups
 
 CONFIG = BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                     intermediate_size=1024, max_position_embeddings=128)

@@ -40,7 +40,7 @@ def add_train_parser(sub) -> None:
     """One flag per TrainConfig field, so the CLI, the app and the API share one set of settings."""
     from dataclasses import fields
 
-    from bertviz_lab.trainconfig import TrainConfig
+    from bertviz_lab.pretrain.config import TrainConfig
 
     train = sub.add_parser("train", help="pretrain a BERT (MLM + NSP); works under torchrun too")
     train.add_argument("--run-dir", required=True, help="folder for config, metrics, status, checkpoints")
@@ -59,20 +59,20 @@ def add_train_parser(sub) -> None:
 def cmd_train(args) -> int:
     from dataclasses import fields
 
-    from bertviz_lab import distributed, runner, runs
-    from bertviz_lab.trainconfig import TrainConfig
+    from bertviz_lab.pretrain import distributed, process, runs
+    from bertviz_lab.pretrain.config import TrainConfig
 
     cfg = None
     if not args.resume:
         cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
         runs.check_corpus(cfg)
-    runner.tune_allocator()
+    process.tune_allocator()
     with distributed.session(cfg.device if cfg else "auto"):
-        return runner.execute(args.run_dir, cfg, args.resume, sys.argv[1:])
+        return process.execute(args.run_dir, cfg, args.resume, sys.argv[1:])
 
 
 def cmd_publish(args) -> int:
-    from bertviz_lab.publish import publish
+    from bertviz_lab.pretrain.publish import publish
 
     card = publish(args.run_dir, args.to, args.eval_batches)
     print(json.dumps(card["held_out"], indent=2))
@@ -80,14 +80,14 @@ def cmd_publish(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from bertviz_lab import analysis
-    from bertviz_lab.checkpoint import load_checkpoint
-    from bertviz_lab.device import resolve_device
+    from bertviz_lab.bert.checkpoint import load_checkpoint
+    from bertviz_lab.bert.device import resolve_device
+    from bertviz_lab.views import inputs, predict
 
     device = resolve_device(args.device)
     ckpt = load_checkpoint(args.checkpoint, device=device)
-    encoding = analysis.encode(ckpt.tokenizer, ckpt.model, args.text, args.text_b, allow_truncation=False)
-    prediction = analysis.predict_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=args.top_k)
+    encoding = inputs.encode(ckpt.tokenizer, ckpt.model, args.text, args.text_b, allow_truncation=False)
+    prediction = predict.predict_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=args.top_k)
     if args.json:
         print(json.dumps({"tokens": encoding.tokens, "filled": prediction.filled, "masks": [
             {"position": m.position, "entropy": m.entropy,
@@ -115,7 +115,7 @@ def model_card(ckpt) -> dict:
 
 
 def cmd_info(args) -> int:
-    from bertviz_lab.checkpoint import load_checkpoint
+    from bertviz_lab.bert.checkpoint import load_checkpoint
 
     card = model_card(load_checkpoint(args.checkpoint))
     if args.json:

@@ -4,11 +4,11 @@ and one query's softmax worked out step by step, all from one traced forward pas
 import pandas as pd
 import streamlit as st
 
-from bertviz_lab import attention_view as av
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
 from bertviz_lab.ui.models import active_checkpoint, device_name
 from bertviz_lab.ui.widgets import encode_or_stop, sentence_inputs
+from bertviz_lab.views import attention as av
 
 DEFAULT_A = "the animal did not cross the street because it was too tired ."
 

@@ -5,11 +5,11 @@ import random
 
 import streamlit as st
 
-from bertviz_lab import lesson
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import losses as figs
 from bertviz_lab.ui.models import active_checkpoint
 from bertviz_lab.ui.widgets import encode_or_stop, sentence_inputs
+from bertviz_lab.views import losses as lesson
 
 DEFAULT_A, DEFAULT_B = "the cat sat on the mat .", "it was a warm afternoon ."
 F4, F6 = st.column_config.NumberColumn(format="%.4f"), st.column_config.NumberColumn(format="%.6f")

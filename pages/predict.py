@@ -9,10 +9,10 @@ import re
 
 import streamlit as st
 
-from bertviz_lab import analysis, filling
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
 from bertviz_lab.ui.models import active_checkpoint
 from bertviz_lab.ui.widgets import encode_or_stop, sentence_inputs
+from bertviz_lab.views import inputs, predict
 
 DEFAULT = "the cat sat on the [MASK] ."
 MAX_DETAILED = 4  # masks drawn in full; with more, one is picked to inspect
@@ -41,7 +41,7 @@ if not ckpt.model.has_mlm:
 
 text_a, text_b = sentence_inputs("predict", DEFAULT)
 encoding = encode_or_stop(ckpt, text_a, text_b)
-clickable = {w.label: w.index for w in filling.words(encoding, text_a, text_b) if not w.is_mask}
+clickable = {w.label: w.index for w in inputs.words(encoding, text_a, text_b) if not w.is_mask}
 chosen = []
 if clickable:
     chosen = st.pills("Click words to hide them from BERT", list(clickable), selection_mode="multi",
@@ -59,9 +59,9 @@ if causal:
                "a mask can no longer help guess it (this BERT was trained to read both ways).")
 
 try:
-    report = filling.explore_masks(ckpt.model, ckpt.tokenizer, encoding, [clickable[w] for w in chosen],
+    report = predict.explore_masks(ckpt.model, ckpt.tokenizer, encoding, [clickable[w] for w in chosen],
                                     top_k=top_k, temperature=temperature, causal=causal, max_steps=MAX_STEPS)
-except analysis.NothingMasked:
+except predict.NothingMasked:
     st.info("Nothing is hidden yet. Type [MASK] where a word should be guessed, or click words above to mask them.")
     st.stop()
 masks = report.independent.masks
@@ -76,7 +76,7 @@ if len(masks) > MAX_DETAILED:
     shown = [st.selectbox("Mask to inspect", shown, key="predict.inspect",
                           format_func=lambda i: f"mask #{i + 1} (token {masks[i].position})")]
 for i in shown:
-    mask, rows = masks[i], filling.candidate_rows(masks[i])
+    mask, rows = masks[i], predict.candidate_rows(masks[i])
     table, chart = st.columns(2)
     table.markdown(f"**Mask #{i + 1}** · token {mask.position}")
     table.dataframe(rows, hide_index=True, column_config=COLUMNS)
@@ -84,7 +84,7 @@ for i in shown:
                  help=f"0 = certain; {report.max_entropy:.2f} = a uniform guess over the whole vocabulary.")
     chart.plotly_chart(prediction_bars(rows, f"Top-{top_k} for mask #{i + 1}"), key=f"predict.bars.{i}")
 
-rows = filling.mask_rows(report)
+rows = predict.mask_rows(report)
 if report.iterative is None:
     st.caption("Filled sentence")
     st.code(report.independent_text, language=None, wrap_lines=True)
@@ -104,4 +104,4 @@ st.dataframe(rows, hide_index=True, column_config=ROW_COLUMNS)
 st.plotly_chart(confidence_strip(rows, report.max_entropy, "How unsure is BERT? Entropy per mask"),
                 key="predict.entropy")
 with st.expander("Left-to-right, step by step"):
-    st.dataframe(filling.step_rows(report.iterative), hide_index=True, column_config=ROW_COLUMNS)
+    st.dataframe(predict.step_rows(report.iterative), hide_index=True, column_config=ROW_COLUMNS)

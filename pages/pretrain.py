@@ -8,7 +8,7 @@ sentence read by the newest checkpoint.
 
 import streamlit as st
 
-from bertviz_lab import runs
+from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import pretrain as ui
 from bertviz_lab.ui.models import sidebar
 

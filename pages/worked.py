@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from bertviz_lab import worked as w
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.worked import weight_bars
 from bertviz_lab.ui.models import sidebar
+from bertviz_lab.views import worked as w
 
 EMBEDDINGS = pd.DataFrame({"token": list(w.SEED001_TOKENS),
                            **{f"dim {j}": [row[j] for row in w.SEED001_EMBEDDINGS] for j in range(3)}})

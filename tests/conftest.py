@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertviz_lab.checkpoint import save_checkpoint
-from bertviz_lab.config import BertConfig
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from bertviz_lab.bert.checkpoint import save_checkpoint
+from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
 WORDS = ("the a cat cats dog sat on mat rug bank river money deposit went to i it was tired animal "
          "did not cross street because . , ? ! rain city food delicious love natural language processing "

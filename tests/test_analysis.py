@@ -1,19 +1,18 @@
 """Text -> model -> records: mask prediction, temperature, causal view, empty segment B."""
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from bertviz_lab import analysis
 from bertviz_lab.errors import InputError
+from bertviz_lab.views import inputs, predict
 
 
 def test_predictions_match_a_manual_softmax(tiny_model, tiny_tokenizer):
-    enc = analysis.encode(tiny_tokenizer, tiny_model, "the cat sat on the [MASK] .")
-    pred = analysis.predict_masks(tiny_model, tiny_tokenizer, enc, top_k=3)
+    enc = inputs.encode(tiny_tokenizer, tiny_model, "the cat sat on the [MASK] .")
+    pred = predict.predict_masks(tiny_model, tiny_tokenizer, enc, top_k=3)
     with torch.no_grad():
         logits = tiny_model(torch.tensor([enc.ids])).mlm_logits[0, 6].double()
     probs = logits.softmax(-1)
@@ -28,48 +27,48 @@ def test_predictions_match_a_manual_softmax(tiny_model, tiny_tokenizer):
 
 
 def test_temperature_flattens_and_sharpens(tiny_model, tiny_tokenizer):
-    enc = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] sat")
-    entropies = [analysis.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=t).masks[0].entropy
+    enc = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] sat")
+    entropies = [predict.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=t).masks[0].entropy
                  for t in (0.5, 1.0, 4.0)]
     assert entropies[0] < entropies[1] < entropies[2]
     with pytest.raises(InputError, match="temperature"):
-        analysis.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=0)
+        predict.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=0)
 
 
 def test_causal_view_ignores_words_to_the_right(tiny_model, tiny_tokenizer):
-    a = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] sat on the mat")
-    b = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] went to the bank")
-    pa, pb = (analysis.predict_masks(tiny_model, tiny_tokenizer, e, causal=True) for e in (a, b))
+    a = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] sat on the mat")
+    b = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] went to the bank")
+    pa, pb = (predict.predict_masks(tiny_model, tiny_tokenizer, e, causal=True) for e in (a, b))
     assert [c.id for c in pa.masks[0].candidates] == [c.id for c in pb.masks[0].candidates]
-    full = [analysis.predict_masks(tiny_model, tiny_tokenizer, e).masks[0].candidates[0].prob for e in (a, b)]
+    full = [predict.predict_masks(tiny_model, tiny_tokenizer, e).masks[0].candidates[0].prob for e in (a, b)]
     assert full[0] != full[1]
 
 
 def test_empty_second_sentence_means_single_sentence(tiny_model, tiny_tokenizer):
-    enc = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] sat", "   ")
+    enc = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] sat", "   ")
     assert set(enc.segment_ids) == {0}
 
 
 def test_overlong_text_is_truncated_and_reported_or_refused(tiny_model, tiny_tokenizer):
     text = "the [MASK] " + "cat " * 100
-    enc = analysis.encode(tiny_tokenizer, tiny_model, text)
+    enc = inputs.encode(tiny_tokenizer, tiny_model, text)
     assert len(enc) == 64 and enc.truncated == 102 + 2 - 64
     with pytest.raises(InputError, match="at most 64"):
-        analysis.encode(tiny_tokenizer, tiny_model, text, allow_truncation=False)
+        inputs.encode(tiny_tokenizer, tiny_model, text, allow_truncation=False)
 
 
 def test_model_without_mlm_head_says_so(tiny_config, tiny_tokenizer):
-    from bertviz_lab.model import BertForPreTraining
+    from bertviz_lab.bert.model import BertForPreTraining
 
     bare = BertForPreTraining(tiny_config, mlm_head=False, nsp_head=False)
-    enc = analysis.encode(tiny_tokenizer, bare, "the [MASK] sat")
+    enc = inputs.encode(tiny_tokenizer, bare, "the [MASK] sat")
     with pytest.raises(InputError, match="no MLM head"):
-        analysis.predict_masks(bare, tiny_tokenizer, enc)
+        predict.predict_masks(bare, tiny_tokenizer, enc)
 
 
 def test_attention_matrices_shape(tiny_model, tiny_tokenizer):
-    enc = analysis.encode(tiny_tokenizer, tiny_model, "the cat sat", "it was tired")
-    weights = analysis.attention_matrices(analysis.run(tiny_model, enc, trace=True))
+    enc = inputs.encode(tiny_tokenizer, tiny_model, "the cat sat", "it was tired")
+    weights = inputs.attention_matrices(inputs.run(tiny_model, enc, trace=True))
     assert weights.shape == (2, 4, len(enc), len(enc))
     assert np.allclose(weights.sum(-1), 1, atol=1e-5)
 

@@ -8,30 +8,30 @@ import pandas as pd
 import pytest
 import torch
 
-from bertviz_lab import analysis
-from bertviz_lab import attention_view as av
-from bertviz_lab.attention import MASK_VALUE
+from bertviz_lab.bert.attention import MASK_VALUE
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from bertviz_lab.errors import InputError
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from bertviz_lab.views import attention as av
+from bertviz_lab.views import inputs, predict
 
 SENTENCE = "the animal did not cross the street because it was tired ."
 
 
 @pytest.fixture
 def single(tiny_model, tiny_tokenizer):
-    encoding = analysis.encode(tiny_tokenizer, tiny_model, SENTENCE)
+    encoding = inputs.encode(tiny_tokenizer, tiny_model, SENTENCE)
     return encoding, av.explore(tiny_model, encoding)
 
 
 @pytest.fixture
 def pair(tiny_model, tiny_tokenizer):
-    encoding = analysis.encode(tiny_tokenizer, tiny_model, "the cat sat on the mat .", "it was tired .")
+    encoding = inputs.encode(tiny_tokenizer, tiny_model, "the cat sat on the mat .", "it was tired .")
     return encoding, av.explore(tiny_model, encoding)
 
 
 def model_trace(model, encoding, head_mask=None):
-    return analysis.run(model, encoding, trace=True, head_mask=head_mask).trace
+    return inputs.run(model, encoding, trace=True, head_mask=head_mask).trace
 
 
 def test_explore_keeps_the_trace_and_every_row_sums_to_one(tiny_model, single):
@@ -179,17 +179,17 @@ def test_dot_product_is_the_neuron_view_plus_scaling(single):
 def test_labels_are_plain_for_tables_and_escaped_for_plots(tiny_model):
     vocab = list(SPECIAL_TOKENS) + ["<", ">", "/", "script", "the"]
     tokenizer = WordPieceTokenizer.from_vocab(vocab + [f"tok{i}" for i in range(100 - len(vocab))])
-    view = av.explore(tiny_model, analysis.encode(tokenizer, tiny_model, "<script> the"))
+    view = av.explore(tiny_model, inputs.encode(tokenizer, tiny_model, "<script> the"))
     assert view.labels[1] == "1 <" and view.axis_labels[1] == "1 &lt;"
     assert "&" not in "".join(av.matrix(view, 0, 0).row_labels)
 
 
 def test_prediction_change_compares_all_heads_with_heads_off(tiny_model, tiny_tokenizer):
-    encoding = analysis.encode(tiny_tokenizer, tiny_model, "the [MASK] sat on the [MASK] .")
+    encoding = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] sat on the [MASK] .")
     torch.manual_seed(0)
     table = av.prediction_change(tiny_model, tiny_tokenizer, encoding, av.head_mask(["L0 H0", "L1 H2"], 2, 4), 3)
     assert len(table) == 2 * 3 and list(table["rank"]) == [1, 2, 3, 1, 2, 3]
-    expected = analysis.predict_masks(tiny_model, tiny_tokenizer, encoding, top_k=3)
+    expected = predict.predict_masks(tiny_model, tiny_tokenizer, encoding, top_k=3)
     assert list(table["all heads"][:3]) == [c.token for c in expected.masks[0].candidates]
     assert set(table.columns) >= {"heads off", "p (heads off)"}
     only = av.prediction_change(tiny_model, tiny_tokenizer, encoding, None, 3)
@@ -197,12 +197,12 @@ def test_prediction_change_compares_all_heads_with_heads_off(tiny_model, tiny_to
 
 
 def test_prediction_change_explains_what_is_missing(tiny_model, tiny_tokenizer, tiny_config):
-    encoding = analysis.encode(tiny_tokenizer, tiny_model, "the cat sat .")
+    encoding = inputs.encode(tiny_tokenizer, tiny_model, "the cat sat .")
     with pytest.raises(InputError, match=r"Add \[MASK\]"):
         av.prediction_change(tiny_model, tiny_tokenizer, encoding)
     bare = BertForPreTraining(tiny_config, mlm_head=False, nsp_head=False).eval()
     with pytest.raises(InputError, match="no MLM head"):
-        av.prediction_change(bare, tiny_tokenizer, analysis.encode(tiny_tokenizer, bare, "the [MASK] ."))
+        av.prediction_change(bare, tiny_tokenizer, inputs.encode(tiny_tokenizer, bare, "the [MASK] ."))
 
 
 def test_the_view_and_its_figures_never_import_streamlit():
@@ -210,6 +210,6 @@ def test_the_view_and_its_figures_never_import_streamlit():
     import sys
     from pathlib import Path
 
-    code = ("import sys, bertviz_lab.attention_view, bertviz_lab.figures.attention; "
+    code = ("import sys, bertviz_lab.views.attention, bertviz_lab.figures.attention; "
             "sys.exit('streamlit' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1]).returncode == 0

@@ -4,7 +4,6 @@ a new sentence changes the chart, and each page leaves a screenshot to look at."
 from pathlib import Path
 
 import pytest
-
 from browser.harness import CHART, CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, streamlit_server, wait_idle
 
 pytestmark = [pytest.mark.browser,

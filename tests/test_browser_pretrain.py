@@ -5,9 +5,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from bertviz_lab import runs
 from browser.harness import CHART, CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, streamlit_server, wait_idle
+
+from bertviz_lab.pretrain import runs
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)"),

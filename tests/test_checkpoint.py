@@ -8,14 +8,14 @@ import shutil
 import pytest
 import torch
 import transformers
+from conftest import vocab_of_size
 from safetensors.torch import load_file, save_file
 
-from bertviz_lab.checkpoint import load_checkpoint, save_checkpoint
-from bertviz_lab.config import BertConfig
+from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
+from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import CheckpointError
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.tokenizer import WordPieceTokenizer
-from conftest import vocab_of_size
 
 CONFIGS = {
     "tiny-gelu": BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

@@ -1,8 +1,8 @@
 """The command line: answers on good input; one line on stderr and exit 2 on every bad one."""
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path

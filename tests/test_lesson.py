@@ -6,10 +6,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertviz_lab import lesson, losses
+from bertviz_lab.bert import losses
+from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.losses import masking_frequency_chart, neg_log_p_bars, topk_grid
-from bertviz_lab.model import BertForPreTraining
+from bertviz_lab.views import losses as lesson
 
 A, B = "the cat sat on the mat .", "it was tired ."
 LONG = "the cat sat on the mat and the dog went to the bank because it was tired and did not cross the street ."

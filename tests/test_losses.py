@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from bertviz_lab.bert.losses import MLMRecord, NSPRecord, mlm_loss, nsp_loss, total_loss
 from bertviz_lab.errors import InputError
-from bertviz_lab.losses import MLMRecord, NSPRecord, mlm_loss, nsp_loss, total_loss
 
 B, T, V = 4, 12, 50
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertviz_lab.errors import InputError
-from bertviz_lab.masking import (
-    ACTION_KEEP, ACTION_MASK, ACTION_NAMES, ACTION_NONE, ACTION_RANDOM, MaskingResult, mask_tokens,
+from bertviz_lab.bert.masking import (
+    ACTION_KEEP,
+    ACTION_MASK,
+    ACTION_NAMES,
+    ACTION_NONE,
+    ACTION_RANDOM,
+    MaskingResult,
+    mask_tokens,
 )
+from bertviz_lab.errors import InputError
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIALS = (PAD, UNK, CLS, SEP, MASK)

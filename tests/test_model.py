@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from bertviz_lab.config import PRESET_SHAPES, BertConfig, preset
-from bertviz_lab.device import resolve_device
+from bertviz_lab.bert.config import PRESET_SHAPES, BertConfig, preset
+from bertviz_lab.bert.device import resolve_device
+from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import ConfigError, DeviceError
-from bertviz_lab.model import BertForPreTraining
 
 
 def batch(vocab=100, B=3, T=12, seed=1):

@@ -10,11 +10,11 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab import analysis
-from bertviz_lab.checkpoint import save_checkpoint
+from bertviz_lab.bert.checkpoint import save_checkpoint
+from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.figures import token_labels
-from bertviz_lab.model import BertForPreTraining
 from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
+from bertviz_lab.views import inputs
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention.py")
 DEFAULT = "the animal did not cross the street because it was too tired ."
@@ -31,8 +31,8 @@ def page(text: str | None = None) -> AppTest:
 def shipped_weights(text_a: str, text_b: str | None = None):
     """(tokens, (L, H, T, T) weights) computed here, independently of the page."""
     ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
-    encoding = analysis.encode(ckpt.tokenizer, ckpt.model, text_a, text_b)
-    return encoding, analysis.attention_matrices(analysis.run(ckpt.model, encoding, trace=True))
+    encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text_a, text_b)
+    return encoding, inputs.attention_matrices(inputs.run(ckpt.model, encoding, trace=True))
 
 
 def array(value) -> np.ndarray:

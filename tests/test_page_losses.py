@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab import analysis, lesson
-from bertviz_lab.checkpoint import load_checkpoint, save_checkpoint
-from bertviz_lab.model import BertForPreTraining
+from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.views import inputs
+from bertviz_lab.views import losses as lesson
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "losses.py")
@@ -42,7 +43,7 @@ def shipped():
 
 
 def engine(ckpt, seed: int):
-    encoding = analysis.encode(ckpt.tokenizer, ckpt.model, "the cat sat on the mat .", "it was a warm afternoon .")
+    encoding = inputs.encode(ckpt.tokenizer, ckpt.model, "the cat sat on the mat .", "it was a warm afternoon .")
     return lesson.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=seed)
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.checkpoint import save_checkpoint
+from bertviz_lab.bert.checkpoint import save_checkpoint
+from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
-from bertviz_lab.model import BertForPreTraining
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "predict.py")
 CAT = "the cat sat on the [MASK] ."

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab import runs
-from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.ui.pretrain import LABELS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bertviz_lab import probe, runs, runstate
-from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.pretrain import checkpoints, runs
+from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.views import probe
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = TrainConfig(hidden=32, heads=2, layers=2, steps=10, batch_size=8, seq_len=32, eval_every=5,
@@ -30,7 +31,7 @@ def run_dir(tmp_path_factory) -> Path:
 def test_probe_reads_the_latest_checkpoint(run_dir):
     result = probe.probe_run(run_dir, "the cat sat on the [MASK] .", top_k=5)
     assert result.ok and result.message == ""
-    assert result.step == 10 and result.checkpoint == runstate.latest(run_dir)
+    assert result.step == 10 and result.checkpoint == checkpoints.latest(run_dir)
     assert result.tokens[0] == "[CLS]" and "[MASK]" in result.tokens
     T = len(result.tokens)
     assert result.attention.shape == (2, 2, T, T)
@@ -56,7 +57,7 @@ def test_no_checkpoint_yet_is_a_message_not_an_error(tmp_path):
 def test_an_unreadable_newest_checkpoint_falls_back_or_says_so(run_dir, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(run_dir, copy)
-    weights = runstate.latest(copy) / "model.safetensors"
+    weights = checkpoints.latest(copy) / "model.safetensors"
     weights.write_bytes(b"half-written")  # as if caught mid-write
     result = probe.probe_run(copy)
     assert not result.ok and "being written" in result.message
@@ -64,8 +65,8 @@ def test_an_unreadable_newest_checkpoint_falls_back_or_says_so(run_dir, tmp_path
     fresh = tmp_path / "fresh"
     shutil.copytree(run_dir, fresh)
     good = probe.probe_run(fresh)
-    (runstate.latest(fresh) / "model.safetensors").write_bytes(b"half-written")
-    os.utime(runstate.latest(fresh) / "model.safetensors", ns=(1, 1))  # a new mtime: not the cached entry
+    (checkpoints.latest(fresh) / "model.safetensors").write_bytes(b"half-written")
+    os.utime(checkpoints.latest(fresh) / "model.safetensors", ns=(1, 1))  # a new mtime: not the cached entry
     again = probe.probe_run(fresh)
     assert again.ok and again.step == good.step  # the last checkpoint that loaded
     np.testing.assert_array_equal(again.attention, good.attention)
@@ -76,6 +77,6 @@ def test_checkpoints_are_cached_by_path_and_mtime(run_dir, tmp_path):
     shutil.copytree(run_dir, copy)
     first, _ = probe.latest_checkpoint(copy)
     assert probe.latest_checkpoint(copy)[0] is first
-    weights = runstate.latest(copy) / "model.safetensors"
+    weights = checkpoints.latest(copy) / "model.safetensors"
     os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))  # rewritten
     assert probe.latest_checkpoint(copy)[0] is not first

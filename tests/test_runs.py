@@ -12,10 +12,10 @@ import pytest
 import torch
 import transformers
 
-from bertviz_lab import runs
-from bertviz_lab.checkpoint import load_checkpoint
+from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import ConfigError
-from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = ("tokens_per_s", "elapsed")

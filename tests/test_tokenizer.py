@@ -1,4 +1,4 @@
-"""Tests for bertviz_lab.tokenizer: parity with transformers' BertTokenizerFast,
+"""Tests for bertviz_lab.bert.tokenizer: parity with transformers' BertTokenizerFast,
 word/sequence bookkeeping, [MASK] handling, truncation, errors and save/load.
 
 Every vocabulary is built here in a few lines; nothing is downloaded.
@@ -11,8 +11,8 @@ import string
 import pytest
 from transformers import BertTokenizerFast
 
+from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, Encoding, WordPieceTokenizer
 from bertviz_lab.errors import CheckpointError, InputError
-from bertviz_lab.tokenizer import SPECIAL_TOKENS, Encoding, WordPieceTokenizer
 
 WORDS = ["the", "cat", "dog", "sat", "on", "mat", "play", "love", "and", "in", "is", "it",
          "hello", "world", "caf", "cafe", "creme", "brulee", "café", "crème", "brûlée", "Café",

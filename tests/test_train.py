@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from bertviz_lab.checkpoint import load_checkpoint
+from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import ConfigError
-from bertviz_lab.train import Trainer
-from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.loop import Trainer
 
 TIMING = ("tokens_per_s", "elapsed")
 

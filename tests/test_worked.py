@@ -1,4 +1,4 @@
-"""bertviz_lab.worked: the seeds' hand computations, exactly, and the printed-vs-exact flags."""
+"""bertviz_lab.views.worked: the seeds' hand computations, exactly, and the printed-vs-exact flags."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bertviz_lab import worked as w
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.worked import weight_bars
+from bertviz_lab.views import worked as w
 
 
 def softmax(xs: list[float]) -> list[float]:

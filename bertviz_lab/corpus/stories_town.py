@@ -11,7 +11,6 @@ from bertviz_lab.corpus.phrases import TOWN
 from bertviz_lab.corpus.tables import VERB
 
 
-
 def _agree(ref: Ref, base: str) -> str:
     """Simple present of a verb, agreeing with the referent."""
     return VERB[base].s if ref.agr == "sg" else base

@@ -1,7 +1,7 @@
 """Figures of the Mask & predict page: top-k bars for one mask, and entropy per mask.
 
-Both take table rows (a DataFrame or a list of dicts, as `analysis.candidate_rows`
-and `analysis.mask_rows` return them) so a chart always shows the numbers of the
+Both take table rows (a DataFrame or a list of dicts, as `views.predict.candidate_rows`
+and `views.predict.mask_rows` return them) so a chart always shows the numbers of the
 table next to it. Tokens are HTML-escaped: plotly renders some HTML in labels.
 """
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from bertviz_lab import runs
-from bertviz_lab.checkpoint import Checkpoint, load_checkpoint
-from bertviz_lab.device import DEVICE_CHOICES, cuda_available, describe_devices
+from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
+from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available, describe_devices
 from bertviz_lab.errors import LabError
+from bertviz_lab.pretrain import runs
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "checkpoints"

@@ -1,7 +1,7 @@
 """Widget groups of the Pretrain live page: the new-run form, the run picker, the live panel
 (a fragment that refreshes itself while the run trains) and the table of past runs.
 
-Runs live on disk (`bertviz_lab.runs`), so every tab and every new session sees the
+Runs live on disk (`bertviz_lab.pretrain.runs`), so every tab and every new session sees the
 same ones; the session only remembers which run it is looking at.
 """
 
@@ -15,17 +15,19 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from bertviz_lab import atomic, probe, runs
-from bertviz_lab.config import PRESET_SHAPES
+from bertviz_lab import atomic
+from bertviz_lab.bert.config import PRESET_SHAPES
+from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available
 from bertviz_lab.corpus import documents_from_text, read_text_file
-from bertviz_lab.device import DEVICE_CHOICES, cuda_available
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures import token_labels
 from bertviz_lab.figures import training as figs
 from bertviz_lab.figures.attention import attention_heatmap, export_config
 from bertviz_lab.figures.predictions import prediction_bars
-from bertviz_lab.trainconfig import PRECISIONS, TrainConfig
+from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain.config import PRECISIONS, TrainConfig
 from bertviz_lab.ui.models import PATH_KEY, try_load
+from bertviz_lab.views import probe
 
 REFRESH_S = 1.5  # the live panel's refresh interval while a run trains
 RUN_KEY, SELECTED, WATCHING = "pretrain.run", "pretrain.selected", "pretrain.watching"

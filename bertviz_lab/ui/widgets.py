@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bertviz_lab import analysis
-from bertviz_lab.checkpoint import Checkpoint
+from bertviz_lab.bert.checkpoint import Checkpoint
+from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import InputError
-from bertviz_lab.tokenizer import Encoding
+from bertviz_lab.views import inputs
 
 MAX_CHARS = 100_000  # enough for 5,000+ words; the tokenizer truncates to what the model reads
 
@@ -25,7 +25,7 @@ def sentence_inputs(page: str, default_a: str, default_b: str = "") -> tuple[str
 def encode_or_stop(ckpt: Checkpoint, text_a: str, text_b: str | None) -> Encoding:
     """Tokenize for the active model; bad text stops the page with a message, truncation is noted."""
     try:
-        encoding = analysis.encode(ckpt.tokenizer, ckpt.model, text_a, text_b)
+        encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text_a, text_b)
     except InputError as exc:
         st.warning(str(exc))
         st.stop()

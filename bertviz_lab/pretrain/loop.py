@@ -2,7 +2,7 @@
 
 `Trainer.run()` is a generator: the CLI, the background runner, the app and the
 tests all drive this one loop and receive the same records. With a run folder
-it also writes checkpoints (see `runstate.py`); a NaN or inf loss stops the run
+it also writes checkpoints (see `checkpoints.py`); a NaN or inf loss stops the run
 as "diverged" without overwriting the last good checkpoint. Under `torchrun` it
 trains with DistributedDataParallel: each rank draws its own batches, rank 0
 evaluates and writes.
@@ -20,14 +20,14 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from bertviz_lab import runstate
-from bertviz_lab.config import BertConfig
-from bertviz_lab.data import Batch, DocumentSource, make_batch
-from bertviz_lab.device import resolve_device
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.precision import autocast_dtype
-from bertviz_lab.trainconfig import TrainConfig
-from bertviz_lab.trainsetup import build_corpus
+from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.device import resolve_device
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.precision import autocast_dtype
+from bertviz_lab.pretrain import checkpoints
+from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.corpus_setup import build_corpus
+from bertviz_lab.pretrain.data import Batch, make_batch
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1
 
@@ -55,7 +55,7 @@ class Trainer:
         self.amp_dtype = autocast_dtype(cfg.precision, self.device)
         self.step, self.elapsed = 0, 0.0
         if resume:
-            state = runstate.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
+            state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
             self.step, self.elapsed = state["step"], state["elapsed"]
         self.ddp = self.model
         if self.world > 1:
@@ -158,7 +158,7 @@ class Trainer:
         return record
 
     def save(self) -> dict:
-        path = runstate.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
+        path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
                              step=self.step, elapsed=self.elapsed, card=self.card())
         return {"kind": "checkpoint", "step": self.step, "path": str(path)}
 

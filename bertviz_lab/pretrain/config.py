@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from numbers import Integral, Real
 
-from bertviz_lab.config import PRESET_SHAPES, BertConfig, preset
+from bertviz_lab.bert.config import PRESET_SHAPES, BertConfig, preset
 from bertviz_lab.errors import ConfigError
 
 PRECISIONS = ("auto", "fp32", "bf16")

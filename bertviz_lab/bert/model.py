@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertviz_lab.attention import AttentionSteps, attention, visibility
-from bertviz_lab.config import BertConfig
-from bertviz_lab.ops import Dropout, Linear, PackedWeightCache, linear
+from bertviz_lab.bert.attention import AttentionSteps, attention, visibility
+from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.ops import Dropout, Linear, PackedWeightCache, linear
 
 ACT_FNS = {
     "gelu": F.gelu,  # exact erf form, as in BERT

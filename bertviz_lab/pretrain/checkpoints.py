@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from bertviz_lab import atomic
-from bertviz_lab.checkpoint import load_checkpoint, save_checkpoint
+from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
 from bertviz_lab.errors import CheckpointError
 
 POINTER = "checkpoint.json"

@@ -2,7 +2,7 @@
 
 A run is a folder (RUNS/NAME) and a process running the same command a user
 would type: `python -m bertviz_lab train --run-dir RUNS/NAME ...`. The process
-writes everything (see `runner.py`); this module only starts it, reads its
+writes everything (see `process.py`); this module only starts it, reads its
 files and signals it, so the app can be refreshed or closed without harming it.
 """
 
@@ -19,11 +19,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bertviz_lab import atomic, runstate
+from bertviz_lab import atomic
 from bertviz_lab.errors import ConfigError, InputError
-from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.pretrain import checkpoints
+from bertviz_lab.pretrain.config import TrainConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 
 
 def runs_root() -> Path:
@@ -50,7 +51,7 @@ class RunInfo:
 
     @property
     def checkpoint(self) -> Path | None:
-        return runstate.latest(self.path)
+        return checkpoints.latest(self.path)
 
     @property
     def active(self) -> bool:

@@ -3,7 +3,7 @@
     RUN/run.json        the training config and the command's arguments (after `python -m bertviz_lab`)
     RUN/metrics.jsonl   one JSON record per line, flushed as it comes
     RUN/status.json     running / finished / stopped / diverged / failed, with a message (atomic)
-    RUN/checkpoints/    see runstate.py
+    RUN/checkpoints/    see pretrain/checkpoints.py
 
 SIGTERM or Ctrl-C asks the trainer to stop at the next step boundary; it saves
 a checkpoint and the status becomes "stopped". Rank 0 alone writes under torchrun.
@@ -24,9 +24,9 @@ import torch.distributed as dist
 
 from bertviz_lab import atomic
 from bertviz_lab.errors import LabError
-from bertviz_lab.runs import read_metrics
-from bertviz_lab.train import Trainer
-from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.loop import Trainer
+from bertviz_lab.pretrain.runs import read_metrics
 
 STATUS_EVERY_S = 1.0  # how often train records refresh status.json
 

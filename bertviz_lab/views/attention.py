@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bertviz_lab import analysis
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import token_labels
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.tokenizer import Encoding, WordPieceTokenizer
+from bertviz_lab.views import inputs, predict
 
 BLOCKS = ("all", "A→B", "B→A")  # which queries (rows) and keys (columns) to show for a pair
 # Column names of the softmax step table, in reading order.
@@ -113,7 +113,7 @@ class DotProduct:
 
 def explore(model: BertForPreTraining, encoding: Encoding, head_mask: torch.Tensor | None = None) -> AttentionView:
     """One traced forward pass (eval, no grad) turned into numpy arrays."""
-    trace = analysis.run(model, encoding, trace=True, head_mask=head_mask).trace
+    trace = inputs.run(model, encoding, trace=True, head_mask=head_mask).trace
 
     def stack(name: str) -> np.ndarray:
         return np.stack([getattr(steps, name)[0].float().cpu().numpy() for steps in trace])
@@ -290,9 +290,9 @@ def prediction_change(model: BertForPreTraining, tokenizer: WordPieceTokenizer, 
     if tokenizer.mask_id not in encoding.ids:
         raise InputError("Add [MASK] to the text to see the predictions change when heads are switched off.")
     top_k = min(top_k, tokenizer.vocab_size)
-    runs = {"all heads": analysis.predict_masks(model, tokenizer, encoding, top_k=top_k)}
+    runs = {"all heads": predict.predict_masks(model, tokenizer, encoding, top_k=top_k)}
     if heads_off is not None:
-        runs["heads off"] = analysis.predict_masks(model, tokenizer, encoding, top_k=top_k, head_mask=heads_off)
+        runs["heads off"] = predict.predict_masks(model, tokenizer, encoding, top_k=top_k, head_mask=heads_off)
     rows = []
     for m, mask in enumerate(runs["all heads"].masks):
         for rank in range(len(mask.candidates)):

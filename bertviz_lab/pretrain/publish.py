@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from bertviz_lab.checkpoint import save_checkpoint
+from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.errors import CheckpointError
-from bertviz_lab.train import Trainer
-from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.loop import Trainer
 
 
 def cpu_name() -> str:

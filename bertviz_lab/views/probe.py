@@ -1,6 +1,6 @@
 """A probe sentence read by a training run's latest checkpoint: top guesses and attention.
 
-While a run trains it writes a checkpoint every few steps (see `runstate.py`); the
+While a run trains it writes a checkpoint every few steps (see `checkpoints.py`); the
 Pretrain page runs one fixed sentence through the newest one, so a class watches the
 guesses for a [MASK] and the attention heads change as the model learns. Loaded
 checkpoints are cached by (folder, modification time), so polling every second costs
@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bertviz_lab import analysis, runstate
-from bertviz_lab.analysis import MaskPrediction, NothingMasked
-from bertviz_lab.checkpoint import Checkpoint, load_checkpoint
+from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
 from bertviz_lab.errors import InputError, LabError
+from bertviz_lab.pretrain import checkpoints
+from bertviz_lab.views import inputs, predict
+from bertviz_lab.views.predict import MaskPrediction, NothingMasked
 
 DEFAULT_SENTENCE = "the cat sat on the [MASK] ."
 CACHE_SIZE = 4  # checkpoints kept in memory: a few runs' newest ones
@@ -64,7 +65,7 @@ def _load(key: tuple[str, int]) -> Checkpoint:
 def latest_checkpoint(run_dir) -> tuple[Checkpoint | None, str]:
     """The run's newest loadable checkpoint, or None and why. Never raises for a folder mid-write."""
     run_dir = str(Path(run_dir))
-    folder = runstate.latest(run_dir)
+    folder = checkpoints.latest(run_dir)
     if folder is not None:
         try:
             key = _key(folder)
@@ -93,16 +94,16 @@ def step_of(folder: Path) -> int | None:
 def probe_checkpoint(ckpt: Checkpoint, text: str, top_k: int = 5) -> Probe:
     """Predictions for every [MASK] and all attention weights of `text` under `ckpt`."""
     try:
-        encoding = analysis.encode(ckpt.tokenizer, ckpt.model, text)
+        encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text)
     except InputError as exc:
         return Probe(message=str(exc), checkpoint=ckpt.path, step=step_of(ckpt.path))
     if len(encoding.ids) <= 2:
         return Probe(message="Type a probe sentence.", checkpoint=ckpt.path, step=step_of(ckpt.path))
-    attention = analysis.attention_matrices(analysis.run(ckpt.model, encoding, trace=True))
+    attention = inputs.attention_matrices(inputs.run(ckpt.model, encoding, trace=True))
     message, predictions = "", []
     try:
         top_k = min(top_k, ckpt.tokenizer.vocab_size)
-        predictions = analysis.predict_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=top_k).masks
+        predictions = predict.predict_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=top_k).masks
     except NothingMasked:
         message = "The sentence has no [MASK]: write [MASK] where the model should guess a word."
     except InputError as exc:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from bertviz_lab.ops import dropout
+from bertviz_lab.bert.ops import dropout
 
 # Added to scores of keys a query may not see. A large finite negative rather than
 # -inf: a fully masked row then gives a uniform softmax instead of NaN (seed 001, 7.3).

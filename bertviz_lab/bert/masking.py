@@ -24,11 +24,12 @@ from numbers import Integral, Real
 
 import torch
 
+from bertviz_lab.bert.losses import IGNORE_INDEX
+from bertviz_lab.bert.tokenizer import MASK
 from bertviz_lab.errors import InputError
 
 ACTION_NONE, ACTION_MASK, ACTION_RANDOM, ACTION_KEEP = 0, 1, 2, 3  # per-position action codes
-ACTION_NAMES = {ACTION_NONE: "", ACTION_MASK: "[MASK]", ACTION_RANDOM: "random", ACTION_KEEP: "kept"}
-IGNORE_INDEX = -100  # the label PyTorch's cross_entropy skips
+ACTION_NAMES = {ACTION_NONE: "", ACTION_MASK: MASK, ACTION_RANDOM: "random", ACTION_KEEP: "kept"}
 
 
 @dataclass(frozen=True)

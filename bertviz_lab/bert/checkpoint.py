@@ -18,10 +18,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from bertviz_lab import atomic
-from bertviz_lab.config import BertConfig
+from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import CheckpointError, ConfigError
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.tokenizer import WordPieceTokenizer
 
 CARD_FILE = "model_card.json"  # our addition: how the model was trained and how well it does
 MAX_JSON_BYTES = 1 << 20

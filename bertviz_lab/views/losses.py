@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bertviz_lab import losses, masking
+from bertviz_lab.bert import losses, masking
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
 from bertviz_lab.corpus import StoryGenerator
 from bertviz_lab.errors import InputError
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.tokenizer import Encoding, WordPieceTokenizer
 
 BERT_RATES = (0.15, 0.8, 0.1, 0.1)  # mask rate; [MASK] / random / kept shares of the picked tokens
 NO_NSP_REASON = "this model has no NSP head, so there is no next-sentence loss to compute"

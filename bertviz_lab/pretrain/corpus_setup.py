@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertviz_lab import corpus
-from bertviz_lab.data import DocumentSource, builtin_vocabulary
+from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import InputError
-from bertviz_lab.tokenizer import WordPieceTokenizer
-from bertviz_lab.trainconfig import TrainConfig
+from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.data import DocumentSource, builtin_vocabulary
 
 HELD_OUT_SEED = 2024  # the built-in held-out stories are the same for every run, so runs compare
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import torch
 
 from bertviz_lab import corpus
-from bertviz_lab.masking import mask_tokens
-from bertviz_lab.tokenizer import WordPieceTokenizer
+from bertviz_lab.bert.losses import IS_NEXT, NOT_NEXT
+from bertviz_lab.bert.masking import mask_tokens
+from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
-IS_NEXT, NOT_NEXT = 0, 1
 PUNCTUATION = list(".,?!;:'\"()-")
 
 
@@ -26,7 +26,7 @@ class Batch:
     input_ids: torch.Tensor  # (B, T) after masking
     token_type_ids: torch.Tensor  # (B, T)
     attention_mask: torch.Tensor | None  # (B, T), None when nothing is padded
-    labels: torch.Tensor  # (B, T) original ids at masked positions, -100 elsewhere
+    labels: torch.Tensor  # (B, T) original ids at masked positions, IGNORE_INDEX (-100) elsewhere
     nsp_labels: torch.Tensor | None  # (B,) 0 = IsNext, 1 = NotNext; None without NSP
     tokens: int  # real (non-padding) tokens in the batch
 
@@ -42,8 +42,6 @@ def builtin_vocabulary() -> list[str]:
     Every corpus word is one token, so predictions read as words; a word a student
     types that the world lacks still splits into letter pieces instead of [UNK].
     """
-    from bertviz_lab.tokenizer import SPECIAL_TOKENS
-
     chars = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)]
     tokens = list(SPECIAL_TOKENS) + PUNCTUATION + chars + ["##" + c for c in chars]
     seen = set(tokens)

@@ -17,16 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from tokenizers import Encoding as RawEncoding
-from tokenizers import processors, trainers
 
 from bertviz_lab.atomic import write_json, write_text
 from bertviz_lab.errors import CheckpointError, InputError
 
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# BERT's special tokens, named once: every other module takes them from here.
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 # Tokens that only frame the input; [MASK] and [UNK] stand for real words.
-_FRAME_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]"})
+FRAME_TOKENS = frozenset({CLS, SEP, PAD})
 # ASCII-only so exotic case folds (e.g. the long s "ſ") never turn into a mask.
 _TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE | re.ASCII)
 _MIN_LENGTH = {False: 3, True: 5}  # specials plus one token per text (single, pair)
@@ -51,7 +52,7 @@ class Encoding:
     @property
     def special_mask(self) -> list[bool]:
         """True where the token is [CLS], [SEP] or [PAD]."""
-        return [tok in _FRAME_TOKENS for tok in self.tokens]
+        return [tok in FRAME_TOKENS for tok in self.tokens]
 
 
 def _check_vocab(tokens: list[str]) -> None:
@@ -71,14 +72,14 @@ def _check_vocab(tokens: list[str]) -> None:
 
 def _build(vocab: dict[str, int], lowercase: bool) -> Tokenizer:
     """The same pipeline transformers' BertTokenizerFast builds from a vocab.txt."""
-    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token=UNK, max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(
         clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS]:0 $A:0 [SEP]:0",
-        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+        single=f"{CLS}:0 $A:0 {SEP}:0",
+        pair=f"{CLS}:0 $A:0 {SEP}:0 $B:1 {SEP}:1",
+        special_tokens=[(CLS, vocab[CLS]), (SEP, vocab[SEP])])
     tok.decoder = decoders.WordPiece(prefix="##", cleanup=True)
     # Registered as special so typed "[MASK]" stays whole instead of "[", "mask", "]".
     tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in SPECIAL_TOKENS])
@@ -190,7 +191,7 @@ class WordPieceTokenizer:
                 count += 1
                 yield text
 
-        tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
+        tok = Tokenizer(models.WordPiece(unk_token=UNK, max_input_chars_per_word=100))
         tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         trainer = trainers.WordPieceTrainer(
@@ -208,8 +209,7 @@ class WordPieceTokenizer:
         The folder loads with transformers' `BertTokenizerFast.from_pretrained`.
         """
         folder = Path(directory)
-        specials = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
-                    "cls_token": "[CLS]", "mask_token": "[MASK]"}
+        specials = {"unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS, "mask_token": MASK}
         config = {"do_lower_case": self.lowercase, "tokenize_chinese_chars": True,
                   "strip_accents": None, "tokenizer_class": "BertTokenizer",
                   "model_max_length": _MODEL_MAX_LENGTH, **specials}
@@ -247,7 +247,7 @@ class WordPieceTokenizer:
     def _prepare(self, text: str) -> str:
         # transformers only matches "[MASK]" exactly; an uncased model should also
         # accept "[mask]". Same length, so offsets into the user's text still hold.
-        return _TYPED_MASK.sub("[MASK]", text) if self.lowercase else text
+        return _TYPED_MASK.sub(MASK, text) if self.lowercase else text
 
     def _select(self, full: RawEncoding, keep: list[int], truncated: int) -> Encoding:
         ids = [full.ids[i] for i in keep]
@@ -292,11 +292,11 @@ class WordPieceTokenizer:
         return self._vocab[self._check_id(i)]
 
     # The five special ids; _check_vocab guarantees each token exists.
-    pad_id = property(lambda self: self._ids["[PAD]"])
-    unk_id = property(lambda self: self._ids["[UNK]"])
-    cls_id = property(lambda self: self._ids["[CLS]"])
-    sep_id = property(lambda self: self._ids["[SEP]"])
-    mask_id = property(lambda self: self._ids["[MASK]"])
+    pad_id = property(lambda self: self._ids[PAD])
+    unk_id = property(lambda self: self._ids[UNK])
+    cls_id = property(lambda self: self._ids[CLS])
+    sep_id = property(lambda self: self._ids[SEP])
+    mask_id = property(lambda self: self._ids[MASK])
 
     @property
     def special_ids(self) -> frozenset[int]:

@@ -1,24 +1,67 @@
-"""Filling masks for the Mask & predict page: whole-word masking of clicked words,
-left-to-right iterative filling, readable sentences, and the report and rows the page shows.
+"""What the Mask & predict page shows: the model's guesses at every [MASK], filled two ways.
 
-Built on `analysis.predict_masks`: every prediction here is one eval forward pass.
+`predict_masks` reads every mask from one forward pass (independent guesses);
+`fill_iteratively` writes the leftmost mask's top guess and reads again, left to right;
+`explore_masks` does both for the words a learner clicked and returns the page's whole
+report. Records hold plain Python numbers, so tables and figures need no torch.
 """
 
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass, replace
 from typing import Iterable
 
 import torch
 
-from bertviz_lab.analysis import MASK_TOKEN, MaskPrediction, Prediction, predict_at, predict_masks
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
 from bertviz_lab.errors import InputError
-from bertviz_lab.model import BertForPreTraining
-from bertviz_lab.tokenizer import Encoding, WordPieceTokenizer
+from bertviz_lab.views.inputs import mask_words, run, sentence
 
-_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+class NothingMasked(InputError):
+    """The input has no [MASK]: nothing to predict (an empty state, not a mistake)."""
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How the masks are read: the same for every pass of one request."""
+
+    top_k: int = 5  # candidates kept per mask
+    temperature: float = 1.0  # the logits are divided by it before the softmax
+    causal: bool = False  # hide the right context, as a left-to-right model would read
+    head_mask: torch.Tensor | None = None  # (L, H) of 0/1: heads switched off
+
+    def check(self, model: BertForPreTraining, tokenizer: WordPieceTokenizer) -> None:
+        if not model.has_mlm:
+            raise InputError("this model has no MLM head (it was saved as a plain BertModel), so it cannot fill masks")
+        if not 1 <= self.top_k <= tokenizer.vocab_size:
+            raise InputError(f"top-k must be between 1 and {tokenizer.vocab_size}, got {self.top_k}")
+        if not self.temperature > 0:
+            raise InputError(f"temperature must be positive, got {self.temperature}")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    token: str
+    id: int
+    prob: float
+    logit: float
+
+
+@dataclass(frozen=True)
+class MaskPrediction:
+    position: int  # index in the token sequence
+    candidates: list[Candidate]  # top-k, most probable first
+    entropy: float  # of the full softmax, in nats: 0 = certain, log V = clueless
+
+
+@dataclass(frozen=True)
+class Prediction:
+    encoding: Encoding
+    masks: list[MaskPrediction]
+    filled: list[str]  # tokens with every [MASK] replaced by its top candidate
 
 
 @dataclass(frozen=True)
@@ -45,17 +88,6 @@ class IterativeFill:
         """How many masks the last step filled together because the step cap was reached (0: none)."""
         last = len(self.steps[-1].positions) if self.steps else 0
         return last if last > 1 else 0
-
-
-@dataclass(frozen=True)
-class Word:
-    """One word of the input as the pills show it."""
-
-    index: int  # the encoding's word id
-    text: str  # as typed (from the offsets), invisible characters removed
-    label: str  # text, with a subscript occurrence number when the same text came before ("the₂")
-    positions: tuple[int, ...]  # its token positions (several for a word split into pieces)
-    is_mask: bool  # a typed [MASK]
 
 
 @dataclass(frozen=True)
@@ -86,24 +118,35 @@ class MaskReport:
         return sentence(tokens, self.encoding.sequence_ids, [m.position for m in self.independent.masks])
 
 
-def mask_words(encoding: Encoding, mask_id: int, word_indices: Iterable[int],
-               mask_token: str = MASK_TOKEN) -> Encoding:
-    """A copy of `encoding` with every piece of the chosen words (by word id) replaced by [MASK].
+def predict_masks(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, *,
+                  top_k: int = 5, temperature: float = 1.0, causal: bool = False,
+                  head_mask: torch.Tensor | None = None) -> Prediction:
+    """Top-k candidates for every [MASK] in the encoding, each predicted independently."""
+    options = ReadOptions(top_k, temperature, causal, head_mask)
+    options.check(model, tokenizer)
+    positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_id]
+    if not positions:
+        raise NothingMasked("the text has no [MASK] to predict: write [MASK] where a word should be guessed")
+    return predict_at(model, tokenizer, encoding, positions, options)
 
-    Whole-word masking: "unbelievable" = un ##believ ##able becomes [MASK] [MASK] [MASK].
-    [CLS] and [SEP] belong to no word and are never masked; the input is not changed.
-    """
-    chosen = set(word_indices)
-    present = {w for w in encoding.word_ids if w is not None}
-    missing = sorted(chosen - present)
-    if missing:
-        raise InputError(f"word {missing[0]} is not in the text, which has {len(present)} words (0 to "
-                         f"{len(present) - 1})")
-    hit = [w is not None and w in chosen for w in encoding.word_ids]
-    return replace(encoding, ids=[mask_id if h else i for h, i in zip(hit, encoding.ids)],
-                   tokens=[mask_token if h else t for h, t in zip(hit, encoding.tokens)],
-                   segment_ids=list(encoding.segment_ids), offsets=list(encoding.offsets),
-                   sequence_ids=list(encoding.sequence_ids), word_ids=list(encoding.word_ids))
+
+def predict_at(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding,
+               positions: list[int], options: ReadOptions) -> Prediction:
+    """One forward; top-k at the ascending `positions` (M of them), softmax at the options' temperature."""
+    out = run(model, encoding, causal=options.causal, head_mask=options.head_mask, masked_positions=positions)
+    logits = out.mlm_logits[:, : tokenizer.vocab_size].double()  # (M, V); ids past the vocabulary never come out
+    scaled = logits / options.temperature
+    probs = scaled.softmax(-1)
+    entropy = -(probs * scaled.log_softmax(-1)).sum(-1)  # (M,)
+    top = probs.topk(options.top_k, dim=-1)
+    masks, filled = [], list(encoding.tokens)
+    for row, position in enumerate(positions):
+        ids = top.indices[row].tolist()
+        candidates = [Candidate(tokenizer.id_to_token(i), i, float(p), float(logits[row, i]))
+                      for i, p in zip(ids, top.values[row].tolist())]
+        masks.append(MaskPrediction(position, candidates, float(entropy[row])))
+        filled[position] = candidates[0].token
+    return Prediction(encoding, masks, filled)
 
 
 def fill_iteratively(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, *,
@@ -116,11 +159,11 @@ def fill_iteratively(model: BertForPreTraining, tokenizer: WordPieceTokenizer, e
     """
     prediction = predict_masks(model, tokenizer, encoding, top_k=top_k, temperature=temperature,
                                causal=causal, head_mask=head_mask)
-    return _fill_from(model, tokenizer, prediction, top_k, temperature, causal, head_mask, max_steps)
+    return _fill_from(model, tokenizer, prediction, ReadOptions(top_k, temperature, causal, head_mask), max_steps)
 
 
-def _fill_from(model, tokenizer, prediction: Prediction, top_k: int, temperature: float, causal: bool,
-               head_mask, max_steps: int | None) -> IterativeFill:
+def _fill_from(model: BertForPreTraining, tokenizer: WordPieceTokenizer, prediction: Prediction,
+               options: ReadOptions, max_steps: int | None) -> IterativeFill:
     """fill_iteratively, starting from the first step's prediction (saves one forward)."""
     encoding = prediction.encoding
     remaining = [m.position for m in prediction.masks]  # tracked here, so a fill that is [MASK] still ends
@@ -135,57 +178,7 @@ def _fill_from(model, tokenizer, prediction: Prediction, top_k: int, temperature
         if not remaining:
             return IterativeFill(encoding, steps, tokens)
         current = replace(encoding, ids=list(ids), tokens=list(tokens))
-        prediction = predict_at(model, tokenizer, current, remaining, top_k, temperature, causal, head_mask)
-
-
-def words(encoding: Encoding, text_a: str, text_b: str | None = None) -> list[Word]:
-    """The words of the input, in order, with the text the user typed for each."""
-    groups: dict[int, list[int]] = {}
-    for position, word in enumerate(encoding.word_ids):
-        if word is not None:
-            groups.setdefault(word, []).append(position)
-    found, used = [], set()
-    for index, positions in groups.items():
-        source = text_a if encoding.sequence_ids[positions[0]] == 0 else (text_b or "")
-        start, end = encoding.offsets[positions[0]][0], encoding.offsets[positions[-1]][1]
-        text = _visible(source[start:end]) or _join_pieces([encoding.tokens[p] for p in positions])
-        label, seen = text, 1
-        while label in used:  # pills need distinct labels: "the", "the₂"
-            seen += 1
-            label = f"{text}{str(seen).translate(_SUBSCRIPTS)}"
-        used.add(label)
-        is_mask = all(encoding.tokens[p] == MASK_TOKEN for p in positions)
-        found.append(Word(index, text, label, tuple(positions), is_mask))
-    return found
-
-
-def _visible(text: str) -> str:
-    """Drop control, format (zero-width, direction marks) and unassigned characters."""
-    return "".join(ch for ch in text if not unicodedata.category(ch).startswith("C")).strip()
-
-
-def _join_pieces(tokens: list[str]) -> str:
-    return "".join(t[2:] if t.startswith("##") else t for t in tokens)
-
-
-def sentence(tokens: list[str], sequence_ids: list[int | None], marked: Iterable[int] = ()) -> str:
-    """Tokens back to readable text: "##" pieces glued, [CLS] dropped, segments joined by [SEP].
-
-    Tokens at the `marked` positions are wrapped in «», so the filled words stand out.
-    """
-    marked = set(marked)
-    segments: dict[int, list[str]] = {}
-    for position, (token, segment) in enumerate(zip(tokens, sequence_ids)):
-        if segment is None:
-            continue
-        words_so_far = segments.setdefault(segment, [])
-        piece = token[2:] if token.startswith("##") and len(token) > 2 else token
-        piece = f"«{piece}»" if position in marked else piece
-        if token.startswith("##") and len(token) > 2 and words_so_far:
-            words_so_far[-1] += piece
-        else:
-            words_so_far.append(piece)
-    return " [SEP] ".join(" ".join(segments[s]) for s in sorted(segments))
+        prediction = predict_at(model, tokenizer, current, remaining, options)
 
 
 def explore_masks(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding,
@@ -200,7 +193,8 @@ def explore_masks(model: BertForPreTraining, tokenizer: WordPieceTokenizer, enco
     independent = predict_masks(model, tokenizer, masked, top_k=top_k, temperature=temperature, causal=causal)
     iterative = None
     if len(independent.masks) > 1:
-        iterative = _fill_from(model, tokenizer, independent, top_k, temperature, causal, None, max_steps)
+        options = ReadOptions(top_k, temperature, causal)
+        iterative = _fill_from(model, tokenizer, independent, options, max_steps)
     hidden = {m.position: encoding.tokens[m.position] for m in independent.masks
               if encoding.ids[m.position] != tokenizer.mask_id}
     return MaskReport(masked, hidden, independent, iterative, math.log(tokenizer.vocab_size))

@@ -1,0 +1,138 @@
+"""A learner's text as the model reads it: the encoding, its words, masked words, one forward.
+
+`encode` tokenizes to fit the model, `run` is one eval-mode forward pass (no grad) on
+one encoding, and the rest turns tokens back into what a person typed: the words
+(with their token positions, for the clickable pills), whole-word masking of chosen
+words, and tokens joined back into a readable sentence. Every page's view starts here.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+import numpy as np
+import torch
+
+from bertviz_lab.bert.model import BertForPreTraining, BertOutput
+from bertviz_lab.bert.tokenizer import MASK, SEP, Encoding, WordPieceTokenizer
+from bertviz_lab.errors import InputError
+
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word of the input as the pills show it."""
+
+    index: int  # the encoding's word id
+    text: str  # as typed (from the offsets), invisible characters removed
+    label: str  # text, with a subscript occurrence number when the same text came before ("the₂")
+    positions: tuple[int, ...]  # its token positions (several for a word split into pieces)
+    is_mask: bool  # a typed [MASK]
+
+
+def encode(tokenizer: WordPieceTokenizer, model: BertForPreTraining, text_a: str, text_b: str | None = None,
+           *, allow_truncation: bool = True) -> Encoding:
+    """Tokenize to fit the model; truncation is allowed (and reported) or an error."""
+    if text_b is not None and not text_b.strip():
+        text_b = None  # an empty second box means "one sentence"
+    encoding = tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings)
+    if encoding.truncated and not allow_truncation:
+        raise InputError(f"the text is {len(encoding) + encoding.truncated} tokens long; this model reads at "
+                         f"most {model.config.max_position_embeddings}")
+    return encoding
+
+
+@torch.no_grad()
+def run(model: BertForPreTraining, encoding: Encoding, *, trace: bool = False, causal: bool = False,
+        head_mask: torch.Tensor | None = None, masked_positions: list[int] | None = None) -> BertOutput:
+    """One eval-mode forward pass on a single encoded input.
+
+    With `masked_positions` (ascending), the MLM head runs only there and `mlm_logits` is (M, V).
+    """
+    device = next(model.parameters()).device
+    ids = torch.tensor([encoding.ids], device=device)  # (1, T)
+    segments = torch.tensor([encoding.segment_ids], device=device)
+    where = None
+    if masked_positions is not None:
+        where = torch.zeros_like(ids, dtype=torch.bool)
+        where[0, masked_positions] = True
+    model.eval()
+    return model(ids, segments, trace=trace, causal=causal, masked_positions=where,
+                 head_mask=None if head_mask is None else head_mask.to(device))
+
+
+def attention_matrices(output: BertOutput) -> np.ndarray:
+    """All attention weights of a traced pass as one (L, H, T, T) numpy array."""
+    return np.stack([steps.weights[0].float().cpu().numpy() for steps in output.trace])
+
+
+def mask_words(encoding: Encoding, mask_id: int, word_indices: Iterable[int], mask_token: str = MASK) -> Encoding:
+    """A copy of `encoding` with every piece of the chosen words (by word id) replaced by [MASK].
+
+    Whole-word masking: "unbelievable" = un ##believ ##able becomes [MASK] [MASK] [MASK].
+    [CLS] and [SEP] belong to no word and are never masked; the input is not changed.
+    """
+    chosen = set(word_indices)
+    present = {w for w in encoding.word_ids if w is not None}
+    missing = sorted(chosen - present)
+    if missing:
+        raise InputError(f"word {missing[0]} is not in the text, which has {len(present)} words (0 to "
+                         f"{len(present) - 1})")
+    hit = [w is not None and w in chosen for w in encoding.word_ids]
+    return replace(encoding, ids=[mask_id if h else i for h, i in zip(hit, encoding.ids)],
+                   tokens=[mask_token if h else t for h, t in zip(hit, encoding.tokens)],
+                   segment_ids=list(encoding.segment_ids), offsets=list(encoding.offsets),
+                   sequence_ids=list(encoding.sequence_ids), word_ids=list(encoding.word_ids))
+
+
+def words(encoding: Encoding, text_a: str, text_b: str | None = None) -> list[Word]:
+    """The words of the input, in order, with the text the user typed for each."""
+    groups: dict[int, list[int]] = {}
+    for position, word in enumerate(encoding.word_ids):
+        if word is not None:
+            groups.setdefault(word, []).append(position)
+    found, used = [], set()
+    for index, positions in groups.items():
+        source = text_a if encoding.sequence_ids[positions[0]] == 0 else (text_b or "")
+        start, end = encoding.offsets[positions[0]][0], encoding.offsets[positions[-1]][1]
+        text = _visible(source[start:end]) or _join_pieces([encoding.tokens[p] for p in positions])
+        label, seen = text, 1
+        while label in used:  # pills need distinct labels: "the", "the₂"
+            seen += 1
+            label = f"{text}{str(seen).translate(_SUBSCRIPTS)}"
+        used.add(label)
+        is_mask = all(encoding.tokens[p] == MASK for p in positions)
+        found.append(Word(index, text, label, tuple(positions), is_mask))
+    return found
+
+
+def _visible(text: str) -> str:
+    """Drop control, format (zero-width, direction marks) and unassigned characters."""
+    return "".join(ch for ch in text if not unicodedata.category(ch).startswith("C")).strip()
+
+
+def _join_pieces(tokens: list[str]) -> str:
+    return "".join(t[2:] if t.startswith("##") else t for t in tokens)
+
+
+def sentence(tokens: list[str], sequence_ids: list[int | None], marked: Iterable[int] = ()) -> str:
+    """Tokens back to readable text: "##" pieces glued, [CLS] dropped, segments joined by [SEP].
+
+    Tokens at the `marked` positions are wrapped in «», so the filled words stand out.
+    """
+    marked = set(marked)
+    segments: dict[int, list[str]] = {}
+    for position, (token, segment) in enumerate(zip(tokens, sequence_ids)):
+        if segment is None:
+            continue
+        words_so_far = segments.setdefault(segment, [])
+        piece = token[2:] if token.startswith("##") and len(token) > 2 else token
+        piece = f"«{piece}»" if position in marked else piece
+        if token.startswith("##") and len(token) > 2 and words_so_far:
+            words_so_far[-1] += piece
+        else:
+            words_so_far.append(piece)
+    return f" {SEP} ".join(" ".join(segments[s]) for s in sorted(segments))
