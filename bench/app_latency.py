@@ -5,7 +5,7 @@ sentences (so no cache can answer):
   - the default model (checkpoints/bertviz-mini) at up to 64 tokens; target < 300 ms
   - a bert-base-sized model (12x768, vocab 30,522, random weights) at 128 tokens; target < 2 s
 
-    .venv/bin/python bench/app_latency.py [--sentences 8]
+    .venv/bin/python -m bench.app_latency [--sentences 8]
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import torch
-from common import pin_threads
 
+from bench.common import pin_threads
 from bertviz_lab import corpus
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.config import preset

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
 
-import torch  # noqa: E402
-
-from bertviz_lab.bert.config import BertConfig  # noqa: E402
+from bertviz_lab.bert.config import BertConfig
 
 
 def pin_threads(n: int) -> None:

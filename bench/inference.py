@@ -5,7 +5,7 @@ output_hidden_states (what an attention view needs); we run `trace=True`, which
 returns even more (q, k, v, scores, weights, context per layer). Batch 1, 2 threads.
 Prints the medians and the ratio ours / transformers (below 1.0 = we are faster).
 
-    .venv/bin/python bench/inference.py [--rounds 30] [--device cpu]
+    .venv/bin/python -m bench.inference [--rounds 30] [--device cpu]
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 
 import torch
-from common import hf_twin, median_ms, pin_threads
 
+from bench.common import hf_twin, median_ms, pin_threads
 from bertviz_lab.bert.config import preset
 from bertviz_lab.bert.device import resolve_device
 from bertviz_lab.bert.model import BertForPreTraining

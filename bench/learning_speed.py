@@ -6,7 +6,7 @@ with). The clock includes everything a class waits for: building the corpus and
 model, training steps and the periodic held-out evaluations. Several seeds; prints
 each and the median.
 
-    .venv/bin/python bench/learning_speed.py [--seeds 3] [--threads 2]
+    .venv/bin/python -m bench.learning_speed [--seeds 3] [--threads 2]
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import argparse
 import statistics
 import time
 
-from common import pin_threads
-
+from bench.common import pin_threads
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
 

@@ -7,7 +7,7 @@ included) fed a fixed batch; transformers' BertForPreTraining runs with its eage
 its sdpa attention and the faster of the two is the baseline. Prints medians and
 the ratio ours / transformers (above 1 = we are faster).
 
-    .venv/bin/python bench/train_throughput.py [--rounds 12]
+    .venv/bin/python -m bench.train_throughput [--rounds 12]
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import statistics
 import time
 
 import torch
-from common import hf_twin, pin_threads
 
+from bench.common import hf_twin, pin_threads
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.masking import mask_tokens
 from bertviz_lab.pretrain.config import TrainConfig

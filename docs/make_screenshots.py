@@ -1,16 +1,19 @@
 """Regenerate the README screenshots: start the app, open each page in headless Chromium, save docs/*.png.
 
-    .venv/bin/python docs/make_screenshots.py
+    .venv/bin/python -m docs.make_screenshots      (from the repository root)
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from browser.harness import CHART, browser_page, open_page, streamlit_server, wait_idle  # noqa: E402
+from tests.browser.harness import (
+    CHART,
+    browser_page,
+    open_page,
+    streamlit_server,
+    wait_idle,
+)
 
 DOCS = Path(__file__).resolve().parent
 PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("losses", "losses"),
