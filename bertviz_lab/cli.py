@@ -1,7 +1,13 @@
-"""Command line: `python -m bertviz_lab predict|info ...`.
+"""Command line: `python -m bertviz_lab predict|info|train|publish ...`.
 
-User mistakes print one line on stderr and exit with status 2; nothing a user
-types should produce a traceback.
+predict   top-k guesses for each [MASK] of a sentence (or a pair), as a table or JSON
+info      a checkpoint's shape and model card
+train     pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
+publish   evaluate a run's last checkpoint and copy it, with a model card, to a folder the app lists
+
+It sits on views/ and pretrain/ and imports them lazily, so `--help` is instant. User
+mistakes print one line on stderr and exit with status 2; nothing a user types should
+produce a traceback.
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ def mask_tokens(input_ids: torch.Tensor, *, special_ids: Collection[int], vocab_
                 word_ids: torch.Tensor | None = None) -> MaskingResult:
     """Corrupt `input_ids` the way BERT pre-training does; see the module docstring."""
     specials = sorted({int(i) for i in special_ids})  # ints, whether given as list, set or tensor
-    _check_options(input_ids, specials, vocab_size, mask_id, generator,
-                   mask_rate, mask_prob, random_prob)
+    _check_options(input_ids, specials, vocab_size=vocab_size, mask_id=mask_id, generator=generator,
+                   rates=(mask_rate, mask_prob, random_prob))
     squeeze = input_ids.dim() == 1
     ids = input_ids.unsqueeze(0) if squeeze else input_ids  # (B, T), a view: never written to
     attention = _as_batch(attention_mask, ids, "attention_mask", squeeze)
@@ -149,9 +149,9 @@ def _as_batch(tensor: torch.Tensor | None, ids: torch.Tensor, name: str,
     return tensor.to(ids.device)
 
 
-def _check_options(input_ids, specials, vocab_size, mask_id, generator,
-                   mask_rate, mask_prob, random_prob) -> None:
-    """Raise InputError naming the first argument that cannot work."""
+def _check_options(input_ids, specials, *, vocab_size, mask_id, generator, rates) -> None:
+    """Raise InputError naming the first argument that cannot work; rates = (mask_rate, mask_prob, random_prob)."""
+    mask_rate, mask_prob, random_prob = rates
     if not isinstance(input_ids, torch.Tensor):
         raise InputError("input_ids must be a torch tensor")
     if input_ids.dtype.is_floating_point or input_ids.dtype.is_complex or input_ids.dtype == torch.bool:

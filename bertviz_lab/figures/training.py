@@ -44,7 +44,7 @@ def _thin(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([df.iloc[::k], df.iloc[[-1]]]).drop_duplicates("step")
 
 
-def _trace(df: pd.DataFrame, column: str, name: str, color: str, style: str, group: str, fmt: str):
+def _trace(df: pd.DataFrame, column: str, *, name: str, color: str, style: str, group: str, fmt: str):
     df = _thin(df[["step", column]].dropna())
     bold = style == "held-out"
     return go.Scatter(
@@ -55,7 +55,7 @@ def _trace(df: pd.DataFrame, column: str, name: str, color: str, style: str, gro
         hovertemplate=f"step %{{x}}: %{{y:{fmt}}}<extra>{name}</extra>")
 
 
-def _chart(curves: dict[str, Curves], series: list[tuple[str, str, str]], title: str, y_title: str,
+def _chart(curves: dict[str, Curves], series: list[tuple[str, str, str]], title: str, y_title: str, *,
            fmt: str = ".4f", y_range: list | None = None, log_y: bool = False) -> go.Figure:
     """series: (table "train"/"eval", column, label) drawn for every run that has that column."""
     traces = []
@@ -64,7 +64,7 @@ def _chart(curves: dict[str, Curves], series: list[tuple[str, str, str]], title:
             df = data.train if table == "train" else data.eval
             if column in df.columns and df[column].notna().any():
                 name = label if len(curves) == 1 else f"{run} · {label}"
-                traces.append(_trace(df, column, name, color, label, run, fmt))
+                traces.append(_trace(df, column, name=name, color=color, style=label, group=run, fmt=fmt))
     layout = dict(
         showlegend=True, legend=LEGEND, hovermode="x unified" if len(curves) == 1 else "closest",
         xaxis=dict(title=dict(text="step"), rangemode="tozero"),

@@ -24,7 +24,7 @@ def _bars(x: list[str], y: list[float], name: str, color: str, digits: int | Non
                   hovertemplate="%{x}<br>" + html.escape(name) + " %{y:.6f}<extra></extra>")
 
 
-def weight_bars(tokens: list[str], values, title: str | None = None, name: str = "exact",
+def weight_bars(tokens: list[str], values, title: str | None = None, *, name: str = "exact",
                 other=None, other_name: str = "as printed", digits: int = 3,
                 highlight: int | None = None) -> go.Figure:
     """Bars of `values` (weights or probabilities, 0..1) per token; `other` beside them in grey.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -222,25 +222,26 @@ def mlm_loss_table(labels, logits, true_index: int, printed: Printed | None = No
     table = pd.DataFrame({"word": list(labels), "logit": logits,
                           "exp(logit)" if shift == 0 else "exp(logit − max)": exps, "probability": probs,
                           "true word?": [i == true_index for i in range(len(labels))]})
-    uniform = math.log(len(labels))
-    checks = None
-    if printed is not None:
-        table = _per_token_columns(table, printed)
-        checks = _mlm_checks(table, total, float(probs[true_index]), loss, uniform, true_index, printed)
-    return MlmLoss(table, total, shift, true_index, float(probs[true_index]), loss, uniform, checks)
+    result = MlmLoss(table, total, shift, true_index, float(probs[true_index]), loss, math.log(len(labels)), None)
+    if printed is None:
+        return result
+    result = replace(result, table=_per_token_columns(table, printed))
+    return replace(result, checks=_mlm_checks(result, printed))
 
 
-def _mlm_checks(table, total, p_true, loss, uniform, true_index, printed: Printed) -> pd.DataFrame:
+def _mlm_checks(result: MlmLoss, printed: Printed) -> pd.DataFrame:
+    table = result.table
     exp_col = table.columns[2]
     p_exps, p_probs, t = printed.per_token[exp_col], printed.per_token["probability"], printed.totals
     rows = [_check(f"exp({x:g}) for {w}", e, p) for w, x, e, p in zip(table["word"], table["logit"], table[exp_col],
                                                                        p_exps)]
-    rows.append(_check("Σ exp", total, t["Σ exp"], sum(float(p) for p in p_exps)))
+    rows.append(_check("Σ exp", result.total, t["Σ exp"], sum(float(p) for p in p_exps)))
     rows += [_check(f"p({w})", q, p, float(pe) / float(t["Σ exp"]))
              for w, q, p, pe in zip(table["word"], table["probability"], p_probs, p_exps)]
-    rows.append(_check("loss −ln p(true)", loss, t["loss −ln p(true)"], -math.log(float(p_probs[true_index]))))
+    rows.append(_check("loss −ln p(true)", result.loss, t["loss −ln p(true)"],
+                       -math.log(float(p_probs[result.true_index]))))
     rows.append(_check("uniform p = 1/V", 1 / len(table), t["uniform p = 1/V"]))
-    rows.append(_check("uniform loss −ln(1/V)", uniform, t["uniform loss −ln(1/V)"],
+    rows.append(_check("uniform loss −ln(1/V)", result.uniform, t["uniform loss −ln(1/V)"],
                        -math.log(float(t["uniform p = 1/V"]))))
     return pd.DataFrame(rows)
 
