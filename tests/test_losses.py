@@ -1,4 +1,5 @@
-"""MLM and NSP losses: the records must agree with PyTorch's cross_entropy."""
+"""MLM and NSP losses: the plain ones equal cross-entropy worked by hand, the checked ones return them
+exactly, and their records agree with PyTorch's cross_entropy."""
 
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertviz_lab.bert.losses import MLMRecord, NSPRecord, mlm_loss, nsp_loss, total_loss
+from bertviz_lab.bert.losses import (
+    IGNORE_INDEX,
+    IS_NEXT,
+    NOT_NEXT,
+    MLMRecord,
+    NSPRecord,
+    mlm_cross_entropy,
+    mlm_loss,
+    nsp_cross_entropy,
+    nsp_loss,
+    total_loss,
+)
 from bertviz_lab.errors import InputError
 
 B, T, V = 4, 12, 50
@@ -22,6 +34,58 @@ def dense():
     labels[torch.rand(B, T, generator=g) >= 0.3] = -100
     labels[0, 0] = 7  # at least one masked position whatever the draw
     return logits, labels
+
+
+def by_hand(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """-log softmax at the true token, per labelled position (IGNORE_INDEX skipped), in float64."""
+    keep = labels != IGNORE_INDEX
+    rows, true = logits[keep].double(), labels[keep]  # (M, V), (M,)
+    return torch.logsumexp(rows, dim=1) - rows.gather(1, true[:, None]).squeeze(1)  # (M,)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_plain_mlm_loss_is_cross_entropy_in_both_forms(dense, reduction):
+    logits, labels = dense
+    expected = getattr(by_hand(logits, labels), reduction)()
+    # PyTorch's own (B, V, T) form of cross_entropy, a different path from our flattened one
+    torch_form = F.cross_entropy(logits.permute(0, 2, 1), labels, ignore_index=-100, reduction=reduction)
+    where = labels != IGNORE_INDEX
+    dense_loss = mlm_cross_entropy(logits, labels, reduction)  # (B, T, V) with (B, T)
+    sparse_loss = mlm_cross_entropy(logits[where], labels[where], reduction)  # (N, V) with (N,)
+    single = mlm_cross_entropy(logits[0], labels[0], reduction)  # (T, V) with (T,)
+    for loss in (dense_loss, sparse_loss, torch_form):
+        assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert single.item() == pytest.approx(getattr(by_hand(logits[0], labels[0]), reduction)().item(), rel=1e-6)
+
+
+def test_plain_mlm_loss_learns_only_at_masked_positions(dense):
+    logits, labels = dense
+    logits = logits.clone().requires_grad_(True)
+    mlm_cross_entropy(logits, labels).backward()
+    masked = labels != IGNORE_INDEX
+    assert (logits.grad[~masked] == 0).all() and (logits.grad[masked].abs().sum(-1) > 0).all()
+
+
+def test_plain_nsp_loss_is_cross_entropy():
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(5, 2, generator=g) * 2  # (B, 2)
+    labels = torch.tensor([IS_NEXT, NOT_NEXT, NOT_NEXT, IS_NEXT, NOT_NEXT])
+    expected = -logits.double().log_softmax(dim=1).gather(1, labels[:, None]).mean()
+    assert nsp_cross_entropy(logits, labels).item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_checked_losses_return_the_plain_losses_exactly(dense):
+    # One definition: the page's losses and the trainer's are the same numbers, bit for bit.
+    logits, labels = dense
+    for reduction in ("mean", "sum"):
+        checked, _ = mlm_loss(logits, labels, reduction=reduction)
+        assert torch.equal(checked, mlm_cross_entropy(logits, labels, reduction))
+    where = labels != IGNORE_INDEX
+    assert torch.equal(mlm_loss(logits[where], labels[where])[0], mlm_cross_entropy(logits[where], labels[where]))
+    nsp_logits, nsp_labels = logits[:, 0, :2], torch.tensor([0, 1, 1, 0])  # (B, 2), (B,)
+    loss, record = nsp_loss(nsp_logits, nsp_labels)
+    assert torch.equal(loss, nsp_cross_entropy(nsp_logits, nsp_labels))
+    assert record.loss == pytest.approx(loss.item(), rel=1e-6)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])

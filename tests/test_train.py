@@ -1,16 +1,26 @@
 """The training loop in-process: learning, determinism, divergence, evaluation, validation."""
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
+from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.errors import ConfigError
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.loop import Trainer
+from bertviz_lab.pretrain.data import Batch
+from bertviz_lab.pretrain.loop import BatchLosses, StepTotals, Trainer
 
+ROOT = Path(__file__).resolve().parents[1]
 TIMING = ("tokens_per_s", "elapsed")
+TRAIN_KEYS = {"kind", "step", "mlm_loss", "mlm_acc", "lr", "grad_norm", "tokens_per_s", "elapsed",
+              "nsp_loss", "nsp_acc"}
+EVAL_KEYS = {"kind", "step", "mlm_loss", "mlm_top1", "mlm_top5", "nsp_loss", "nsp_acc"}
 
 
 def small(**changes) -> TrainConfig:
@@ -45,6 +55,43 @@ def test_same_seed_same_run_and_other_seed_differs():
     a, b = records(Trainer(small(steps=8))), records(Trainer(small(steps=8)))
     c = records(Trainer(small(steps=8, seed=1)))
     assert a == b and a != c
+
+
+def test_a_fresh_process_runs_the_same_as_a_later_run_in_this_one():
+    # A process's first Trainer once drew other dropout masks: choosing the CPU precision timed
+    # a random matmul on the global RNG after it was seeded. The CLI always runs a first Trainer.
+    script = ("import json; from tests.test_train import small, records; from bertviz_lab.pretrain.loop import "
+              "Trainer; print(json.dumps(records(Trainer(small(steps=3)))))")
+    fresh = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           check=False)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    first, second = records(Trainer(small(steps=3))), records(Trainer(small(steps=3)))
+    assert json.loads(fresh.stdout) == first == second
+
+
+def test_records_keep_their_keys():
+    result = list(Trainer(small(steps=3)).run())
+    assert [set(r) for r in result if r["kind"] == "train"] == [TRAIN_KEYS] * 3
+    assert [set(r) for r in result if r["kind"] == "eval"] == [EVAL_KEYS] * 2
+    mlm_only = list(Trainer(small(steps=1, nsp=False)).run())
+    assert [set(r) for r in mlm_only if r["kind"] == "train"] == [TRAIN_KEYS - {"nsp_loss", "nsp_acc"}]
+
+
+def test_step_totals_count_micro_batches_and_round_trip_through_one_tensor():
+    totals = StepTotals()
+    for loss, hits in ((2.5, [1, 2, 0]), (1.25, [7, 3, 3])):
+        logits = torch.nn.functional.one_hot(torch.tensor(hits), 10).float()  # (3, 10) guesses = hits
+        out = BatchLosses(torch.tensor(loss), logits, torch.tensor([1, 2, 3]), torch.tensor(0.5), torch.tensor(4))
+        ids = torch.zeros(6, 9, dtype=torch.long)  # 6 pairs of 9 tokens, 40 of them real
+        batch = Batch(ids, ids, None, torch.full_like(ids, IGNORE_INDEX), torch.zeros(6, dtype=torch.long), 40)
+        totals.add(out, batch)
+    assert isinstance(totals.mlm_loss, torch.Tensor)  # still on the device: no host sync while counting
+    packed = totals.packed(torch.device("cpu"))
+    assert packed.shape == (7,) and packed.dtype == torch.float32
+    back = StepTotals.unpacked(packed.tolist())
+    assert back == StepTotals(mlm_loss=3.75, nsp_loss=1.0, mlm_correct=3, masked=6, nsp_correct=8, pairs=12,
+                              tokens=80)
+    assert StepTotals.unpacked(back.packed(torch.device("cpu")).tolist()) == back
 
 
 def test_mlm_only_run_has_no_nsp_head(tmp_path):

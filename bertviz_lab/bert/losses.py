@@ -8,9 +8,12 @@ reported too, since some texts write L = -sum log p).
 Next sentence prediction (NSP): two scores per example, index 0 = IsNext and
 1 = NotNext (the order BERT and Hugging Face use); loss = -log p(label), mean.
 
-Each function returns the differentiable loss tensor for training and a frozen
-record of plain Python numbers for display. The record is recomputed in float64
-without gradients so the page can show e.g. p = 0.000012 faithfully.
+Each loss is defined once, in `mlm_cross_entropy` and `nsp_cross_entropy`: plain
+differentiable functions with no checks and no host sync, which the pretraining
+loop calls every step. `mlm_loss` and `nsp_loss` validate their inputs, call
+those same functions, and add a frozen record of plain Python numbers for
+display, recomputed in float64 without gradients so the page can show e.g.
+p = 0.000012 faithfully.
 """
 
 from __future__ import annotations
@@ -61,13 +64,28 @@ class NSPRecord:
     loss: float  # mean over the batch
 
 
+def mlm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """-log p(true token), averaged (or summed) over the masked positions; unchecked, no host sync.
+
+    Dense form: logits (B, T, V) or (T, V), labels (B, T) or (T,) with IGNORE_INDEX
+    at unmasked positions. Sparse form: logits (N, V) and labels (N,) already
+    gathered at the masked positions, as the training loop's MLM head returns them.
+    """
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),  # (N, V), (N,)
+                           ignore_index=IGNORE_INDEX, reduction=reduction)
+
+
+def nsp_cross_entropy(nsp_logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """-log p(label) averaged over the pairs: nsp_logits (B, 2), labels (B,) of IS_NEXT / NOT_NEXT; unchecked."""
+    return F.cross_entropy(nsp_logits, labels)
+
+
 def mlm_loss(logits: torch.Tensor, labels: torch.Tensor, *, reduction: str = "mean", top_k: int = 5,
              id_to_token: Callable[[int], str] | None = None) -> tuple[torch.Tensor, MLMRecord]:
     """Masked-LM cross-entropy and its per-position breakdown.
 
-    Dense form: logits (B, T, V) or (T, V), labels (B, T) or (T,) with -100 at
-    unmasked positions. Sparse form: logits (N, V) and labels (N,) already
-    gathered at the masked positions (batch_index 0, position = row index).
+    Takes both forms of `mlm_cross_entropy`, after checking them. In the sparse
+    form each prediction has batch_index 0 and position = its row index.
     """
     if reduction not in ("mean", "sum"):
         raise InputError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
@@ -77,7 +95,7 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor, *, reduction: str = "me
     length = labels.shape[-1]
     flat_logits = logits.reshape(-1, logits.shape[-1])  # (N, V) N = B*T in the dense form
     flat_labels = labels.reshape(-1)  # (N,)
-    loss = F.cross_entropy(flat_logits, flat_labels, ignore_index=IGNORE_INDEX, reduction=reduction)
+    loss = mlm_cross_entropy(logits, labels, reduction)
 
     with torch.no_grad():
         where = (flat_labels != IGNORE_INDEX).nonzero().squeeze(1)  # (M,) flat indices of masked rows
@@ -127,7 +145,7 @@ def _check_mlm_inputs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tenso
     if masked.numel() == 0:
         raise InputError("no masked positions in labels: nothing to predict, so no MLM loss")
     if masked.min() < 0 or masked.max() >= logits.shape[-1]:
-        raise InputError(f"labels must be -100 or a token id below the vocabulary size {logits.shape[-1]}")
+        raise InputError(f"labels must be {IGNORE_INDEX} or a token id below the vocabulary size {logits.shape[-1]}")
     return labels
 
 
@@ -148,7 +166,7 @@ def nsp_loss(nsp_logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tens
         raise InputError("labels is empty: NSP needs at least one sentence pair")
     if ((labels != IS_NEXT) & (labels != NOT_NEXT)).any():
         raise InputError("labels must be 0 (IsNext) or 1 (NotNext)")
-    loss = F.cross_entropy(nsp_logits, labels)
+    loss = nsp_cross_entropy(nsp_logits, labels)
 
     with torch.no_grad():
         scores = nsp_logits.detach().double()  # (B, 2)

@@ -1,11 +1,13 @@
 """The pretraining loop: MLM (+ optional NSP) with AdamW, warmup and decay, yielding metric records.
 
-`Trainer.run()` is a generator: the CLI, the background runner, the app and the
-tests all drive this one loop and receive the same records. With a run folder
-it also writes checkpoints (see `checkpoints.py`); a NaN or inf loss stops the run
-as "diverged" without overwriting the last good checkpoint. Under `torchrun` it
-trains with DistributedDataParallel: each rank draws its own batches, rank 0
-evaluates and writes.
+`Trainer.run()` is a generator: the `train` command (`process.py`, which the
+app starts in the background), `publish.py`, the benchmarks and the tests all
+drive this one loop and receive the same records. The losses are those of
+`bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as
+`EvalTotals`. With a run folder it also writes checkpoints (see `checkpoints.py`);
+a NaN or inf loss (or one far above chance) stops the run as "diverged" without
+overwriting the last good checkpoint. Under `torchrun` it trains with
+DistributedDataParallel: each rank draws its own batches, rank 0 evaluates and writes.
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ import math
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.device import resolve_device
+from bertviz_lab.bert.losses import IGNORE_INDEX, mlm_cross_entropy, nsp_cross_entropy
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.precision import autocast_dtype
 from bertviz_lab.pretrain import checkpoints
@@ -30,6 +33,96 @@ from bertviz_lab.pretrain.corpus_setup import build_corpus
 from bertviz_lab.pretrain.data import Batch, make_batch
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1
+
+
+@dataclass
+class BatchLosses:
+    """One forward pass: the losses to train on and what the metrics count (all on the device)."""
+    mlm_loss: torch.Tensor  # () mean over the masked positions, differentiable
+    mlm_logits: torch.Tensor  # (N, V) float32, detached: one row per masked position
+    mlm_targets: torch.Tensor  # (N,) the true token ids
+    nsp_loss: torch.Tensor | None = None  # () mean over the pairs, differentiable; None without NSP
+    nsp_correct: torch.Tensor | None = None  # () pairs whose IsNext/NotNext guess is right
+
+    @property
+    def loss(self) -> torch.Tensor:
+        """BERT's objective: MLM loss plus NSP loss."""
+        return self.mlm_loss if self.nsp_loss is None else self.mlm_loss + self.nsp_loss
+
+
+@dataclass
+class StepTotals:
+    """One optimizer step's metric sums over its micro-batches (and, after `all_reduce`, over ranks).
+
+    While the step runs the losses and hit counts stay device tensors, so counting
+    costs no host sync; `packed()` stacks the fields into one tensor, which DDP sums
+    in one all_reduce and the record reads in one .tolist(); `unpacked()` builds back.
+    """
+    mlm_loss: torch.Tensor | float = 0.0  # sum of the micro-batches' mean MLM losses
+    nsp_loss: torch.Tensor | float = 0.0  # the same for NSP; 0 without NSP
+    mlm_correct: torch.Tensor | float = 0  # masked positions whose top guess is the true token
+    masked: float = 0  # masked positions seen
+    nsp_correct: torch.Tensor | float = 0  # pairs whose IsNext/NotNext guess is right
+    pairs: float = 0  # sequences seen
+    tokens: float = 0  # real (non-padding) tokens seen
+
+    def add(self, out: BatchLosses, batch: Batch) -> None:
+        self.mlm_loss = self.mlm_loss + out.mlm_loss.detach()
+        self.mlm_correct = self.mlm_correct + (out.mlm_logits.argmax(-1) == out.mlm_targets).sum()
+        self.masked += out.mlm_targets.numel()
+        self.pairs += len(batch.input_ids)
+        self.tokens += batch.tokens
+        if out.nsp_loss is not None:
+            self.nsp_loss = self.nsp_loss + out.nsp_loss.detach()
+            self.nsp_correct = self.nsp_correct + out.nsp_correct
+
+    def packed(self, device: torch.device) -> torch.Tensor:
+        """(7,) float32 on `device`, in field order."""
+        return torch.stack([torch.as_tensor(v, dtype=torch.float32, device=device) for v in astuple(self)])
+
+    @classmethod
+    def unpacked(cls, values: list[float]) -> StepTotals:
+        """From `packed(...).tolist()`: every field a Python float."""
+        return cls(*values)
+
+    @staticmethod
+    def all_reduce(packed: torch.Tensor, world: int) -> None:
+        """Sum a packed tensor over the ranks in place; the losses, each rank's own mean, are averaged."""
+        dist.all_reduce(packed)
+        packed[:2] /= world  # mlm_loss, nsp_loss: the first two fields
+
+
+@dataclass
+class EvalTotals:
+    """Held-out sums over the evaluation batches, in Python numbers (evaluation is not the hot path)."""
+    mlm_loss: float = 0.0  # sum of -log p over masked positions (each batch's mean times its count)
+    top1: int = 0  # masked positions whose top guess is the true token
+    top5: int = 0  # ... whose five best guesses include it
+    masked: int = 0
+    nsp_loss: float = 0.0  # sum of -log p(label) over pairs
+    nsp_correct: int = 0
+    pairs: int = 0  # sentence pairs scored for NSP
+
+    def add(self, out: BatchLosses, pairs: int) -> None:
+        n = out.mlm_targets.numel()
+        top5 = out.mlm_logits.topk(min(5, out.mlm_logits.shape[-1]), dim=-1).indices  # (N, 5)
+        hits = top5 == out.mlm_targets[:, None]  # (N, 5)
+        self.mlm_loss += float(out.mlm_loss) * n
+        self.top1 += int(hits[:, 0].sum())
+        self.top5 += int(hits.any(-1).sum())
+        self.masked += n
+        if out.nsp_loss is not None:
+            self.nsp_loss += float(out.nsp_loss) * pairs
+            self.nsp_correct += int(out.nsp_correct)
+            self.pairs += pairs
+
+    def record(self, step: int) -> dict:
+        m = max(self.masked, 1)
+        record = {"kind": "eval", "step": step, "mlm_loss": self.mlm_loss / m,
+                  "mlm_top1": self.top1 / m, "mlm_top5": self.top5 / m}
+        if self.pairs:
+            record.update(nsp_loss=self.nsp_loss / self.pairs, nsp_acc=self.nsp_correct / self.pairs)
+        return record
 
 
 class Trainer:
@@ -46,13 +139,15 @@ class Trainer:
         self.stop_requested = False
         self.corpus = build_corpus(cfg, self.run_dir if self.rank == 0 else None)
         self.tokenizer = self.corpus.tokenizer
+        # Chosen before seeding: on CPU the choice may time a random matmul on the global RNG
+        # (once per process), which would give a process's first run other dropout masks.
+        self.amp_dtype = autocast_dtype(cfg.precision, self.device)
         torch.manual_seed(cfg.seed)
         model_cfg = model_config or cfg.model_config(self.tokenizer.vocab_size)
         self.model = BertForPreTraining(model_cfg, nsp_head=cfg.nsp, pooler=cfg.nsp).to(self.device)
         self.optimizer = torch.optim.AdamW(_param_groups(self.model, cfg.weight_decay), lr=cfg.lr,
                                            betas=(0.9, 0.999), eps=1e-6)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
-        self.amp_dtype = autocast_dtype(cfg.precision, self.device)
         self.step, self.elapsed = 0, 0.0
         if resume:
             state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
@@ -76,44 +171,39 @@ class Trainer:
                           batch_size=self.cfg.batch_size, seq_len=self.cfg.seq_len, nsp=self.cfg.nsp,
                           mask_rate=self.cfg.mask_rate, rank=self.rank, stream=stream).to(self.device)
 
-    def losses(self, model, batch: Batch) -> dict[str, torch.Tensor]:
+    def losses(self, model, batch: Batch) -> BatchLosses:
         """Forward one batch with the MLM head only at masked positions (sparse prediction)."""
-        selected = batch.labels != -100
+        selected = batch.labels != IGNORE_INDEX  # (B, T)
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
             out = model(batch.input_ids, batch.token_type_ids, batch.attention_mask, masked_positions=selected)
-        targets = batch.labels[selected]
-        logits = out.mlm_logits.float()
-        result = {"mlm_loss": F.cross_entropy(logits, targets), "mlm_logits": logits.detach(),
-                  "mlm_targets": targets}
+        targets = batch.labels[selected]  # (N,)
+        logits = out.mlm_logits.float()  # (N, V)
+        result = BatchLosses(mlm_cross_entropy(logits, targets), logits.detach(), targets)
         if batch.nsp_labels is not None:
-            nsp_logits = out.nsp_logits.float()
-            result["nsp_loss"] = F.cross_entropy(nsp_logits, batch.nsp_labels)
-            result["nsp_correct"] = (nsp_logits.argmax(-1) == batch.nsp_labels).sum()
+            nsp_logits = out.nsp_logits.float()  # (B, 2)
+            result.nsp_loss = nsp_cross_entropy(nsp_logits, batch.nsp_labels)
+            result.nsp_correct = (nsp_logits.argmax(-1) == batch.nsp_labels).sum()
         return result
 
     def train_step(self) -> dict:
         """One optimizer step (over grad_accum micro-batches); returns the step's metrics."""
         start = time.perf_counter()
         self.ddp.train()
-        sums = torch.zeros(7, device=self.device)  # mlm_loss, nsp_loss, mlm_correct, masked, nsp_correct, n, tokens
+        totals = StepTotals()
         for micro in range(self.cfg.grad_accum):
             batch = self.batch(self.step, micro)
             out = self.losses(self.ddp, batch)
-            loss = out["mlm_loss"] + out.get("nsp_loss", 0.0)
-            (loss / self.cfg.grad_accum).backward()
-            sums += torch.stack([out["mlm_loss"].detach(), out.get("nsp_loss", torch.tensor(0.0)).detach().to(sums),
-                                 (out["mlm_logits"].argmax(-1) == out["mlm_targets"]).sum().to(sums),
-                                 torch.tensor(float(out["mlm_targets"].numel()), device=self.device),
-                                 out.get("nsp_correct", torch.tensor(0)).to(sums),
-                                 torch.tensor(float(len(batch.input_ids)), device=self.device),
-                                 torch.tensor(float(batch.tokens), device=self.device)])
+            (out.loss / self.cfg.grad_accum).backward()
+            totals.add(out, batch)
+        packed = totals.packed(self.device)  # (7,)
         if self.world > 1:
-            dist.all_reduce(sums)
-            sums[:2] /= self.world
+            StepTotals.all_reduce(packed, self.world)
         grad_norm = (torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
                      if self.cfg.grad_clip > 0 else torch.tensor(0.0))
+        *values, grad_norm = torch.cat([packed, grad_norm.reshape(1).to(packed)]).tolist()  # the one host sync
+        totals = StepTotals.unpacked(values)
         lr = self.scheduler.get_last_lr()[0]
-        finite = bool(torch.isfinite(sums[:2]).all() and torch.isfinite(grad_norm))
+        finite = all(math.isfinite(x) for x in (totals.mlm_loss, totals.nsp_loss, grad_norm))
         if finite:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -121,12 +211,12 @@ class Trainer:
         self.step += 1
         seconds = time.perf_counter() - start
         self.elapsed += seconds
-        s = sums.tolist()
-        record = {"kind": "train", "step": self.step, "mlm_loss": s[0] / self.cfg.grad_accum,
-                  "mlm_acc": s[2] / max(s[3], 1), "lr": lr, "grad_norm": float(grad_norm),
-                  "tokens_per_s": s[6] / seconds, "elapsed": self.elapsed}
+        record = {"kind": "train", "step": self.step, "mlm_loss": totals.mlm_loss / self.cfg.grad_accum,
+                  "mlm_acc": totals.mlm_correct / max(totals.masked, 1), "lr": lr, "grad_norm": grad_norm,
+                  "tokens_per_s": totals.tokens / seconds, "elapsed": self.elapsed}
         if self.cfg.nsp:
-            record.update(nsp_loss=s[1] / self.cfg.grad_accum, nsp_acc=s[4] / max(s[5], 1))
+            record.update(nsp_loss=totals.nsp_loss / self.cfg.grad_accum,
+                          nsp_acc=totals.nsp_correct / max(totals.pairs, 1))
         # Diverged: a NaN/inf, or a loss far past chance level (uniform guessing scores ln V).
         record["finite"] = finite and record["mlm_loss"] < 3 * math.log(self.tokenizer.vocab_size)
         return record
@@ -135,27 +225,11 @@ class Trainer:
     def evaluate(self, batches: int | None = None) -> dict:
         """Held-out MLM loss, top-1 and top-5 accuracy, NSP accuracy (fixed batches: comparable over time)."""
         self.model.eval()
-        totals = dict(loss=0.0, top1=0, top5=0, masked=0, nsp_loss=0.0, nsp=0, pairs=0)
+        totals = EvalTotals()
         for i in range(batches or self.cfg.eval_batches):
             batch = self.batch(i, stream=EVAL_STREAM)
-            out = self.losses(self.model, batch)
-            n = out["mlm_targets"].numel()
-            top5 = out["mlm_logits"].topk(min(5, out["mlm_logits"].shape[-1]), dim=-1).indices
-            hits = top5 == out["mlm_targets"][:, None]
-            totals["loss"] += float(out["mlm_loss"]) * n
-            totals["top1"] += int(hits[:, 0].sum())
-            totals["top5"] += int(hits.any(-1).sum())
-            totals["masked"] += n
-            if "nsp_loss" in out:
-                totals["nsp_loss"] += float(out["nsp_loss"]) * len(batch.input_ids)
-                totals["nsp"] += int(out["nsp_correct"])
-                totals["pairs"] += len(batch.input_ids)
-        m = max(totals["masked"], 1)
-        record = {"kind": "eval", "step": self.step, "mlm_loss": totals["loss"] / m,
-                  "mlm_top1": totals["top1"] / m, "mlm_top5": totals["top5"] / m}
-        if totals["pairs"]:
-            record.update(nsp_loss=totals["nsp_loss"] / totals["pairs"], nsp_acc=totals["nsp"] / totals["pairs"])
-        return record
+            totals.add(self.losses(self.model, batch), pairs=len(batch.input_ids))
+        return totals.record(self.step)
 
     def save(self) -> dict:
         path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
