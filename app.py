@@ -1,8 +1,16 @@
-"""bertviz_lab: the Streamlit router. Run with `./lab.sh app` (or `streamlit run app.py`)."""
+"""bertviz_lab: the Streamlit router. Run with `./lab.sh app` (or `streamlit run app.py`).
+
+Every request runs this file: it draws the sidebar's model and device picker once, for
+whichever page the URL names, then runs that page.
+"""
 
 import streamlit as st
 
+from bertviz_lab.ui.models import sidebar
+from bertviz_lab.ui.router import ensure_router
+
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
+ensure_router()  # a server's first request: leave the pages/-folder mode before drawing anything
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("pages/predict.py", title="Mask & predict", icon=":material/visibility_off:"),
@@ -12,4 +20,5 @@ PAGES = [
     st.Page("pages/worked.py", title="Worked examples", icon=":material/calculate:"),
 ]
 page = st.navigation(PAGES)
+sidebar()
 page.run()

@@ -6,76 +6,41 @@ import streamlit as st
 
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
-from bertviz_lab.ui.models import active_checkpoint, device_name
-from bertviz_lab.ui.widgets import encode_or_stop, sentence_inputs
+from bertviz_lab.ui import state
+from bertviz_lab.ui.attention import Forward, explore, predictions
+from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.state import Attention as K  # this page's session-state keys
+from bertviz_lab.ui.tables import numbers, table_height
+from bertviz_lab.ui.widgets import chart, encode_or_stop, sentence_inputs
 from bertviz_lab.views import attention as av
-
-DEFAULT_A = "the animal did not cross the street because it was too tired ."
-
-
-# cache_resource, not cache_data: the view is read-only (its arrays are frozen), so every rerun and
-# session shares it instead of unpickling a copy; a few entries, as BERT-base at 512 tokens is ~400 MB.
-@st.cache_resource(max_entries=8, show_spinner=False)
-def explore(path: str, device: str, ids: tuple, segments: tuple, off: tuple, _ckpt, _encoding) -> av.AttentionView:
-    cfg = _ckpt.config
-    return av.explore(_ckpt.model, _encoding, av.head_mask(list(off), cfg.num_hidden_layers, cfg.num_attention_heads))
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def predictions(path: str, device: str, ids: tuple, segments: tuple, off: tuple, _ckpt, _encoding) -> pd.DataFrame:
-    cfg = _ckpt.config
-    mask = av.head_mask(list(off), cfg.num_hidden_layers, cfg.num_attention_heads)
-    return av.prediction_change(_ckpt.model, _ckpt.tokenizer, _encoding, mask)
-
-
-def keep_valid(key: str, options) -> None:
-    """Forget a remembered choice the new sentence or model no longer offers."""
-    value = st.session_state.get(key)
-    if isinstance(value, list):
-        st.session_state[key] = [v for v in value if v in options]
-    elif key in st.session_state and value not in options:
-        del st.session_state[key]
-
-
-def numbers(df: pd.DataFrame, fmt: str = "%.4f", **special: str) -> dict:
-    """Display formats only: the table keeps every digit the model computed."""
-    return {c: st.column_config.NumberColumn(format=special.get(c, fmt)) for c in df.columns
-            if pd.api.types.is_float_dtype(df[c])}
-
-
-def table_height(df: pd.DataFrame):
-    return "content" if len(df) <= 24 else 600
-
-
-def chart(fig, filename: str) -> None:
-    st.plotly_chart(fig, theme=None, config=figs.export_config(filename))
-
 
 st.title("Attention explorer")
 st.caption("Every number below is what the model computed for your text in one forward pass. "
            "Layers, heads and tokens are counted from 0, as in the code.")
-ckpt = active_checkpoint()
+ckpt = active_model()
 L, H = ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads
-text_a, text_b = sentence_inputs("attn", DEFAULT_A)
+text_a, text_b = sentence_inputs(K.SENTENCES)
 encoding = encode_or_stop(ckpt, text_a, text_b)
 names = av.head_names(L, H)
-keep_valid("attn.off", names)
-off = tuple(st.session_state.get("attn.off", []))
-key = (str(ckpt.path), device_name(), tuple(encoding.ids), tuple(encoding.segment_ids), off)
-view = explore(*key, ckpt, encoding)
-for k, options in (("attn.layer", range(L)), ("attn.head", range(H)), ("attn.block", av.BLOCKS),
-                   ("attn.query", range(len(view.tokens))), ("attn.key", range(len(view.tokens)))):
-    keep_valid(k, list(options))
+state.keep_valid(K.OFF, names)
+forward = Forward.of(ckpt, encoding, state.get(K.OFF))
+view = explore(forward, ckpt, encoding)
+tokens = range(len(view.tokens))
+for key, options in ((K.LAYER, range(L)), (K.HEAD, range(H)), (K.BLOCK, av.BLOCKS), (K.QUERY, tokens),
+                     (K.KEY, tokens)):
+    state.keep_valid(key, options)  # a new sentence or model may not offer the remembered choice
 
 # --- One head's matrix -------------------------------------------------------------
 cols = st.columns(4)
-layer = cols[0].segmented_control("Layer", list(range(L)), default=0, required=True, key="attn.layer")
-head = cols[1].segmented_control("Head", list(range(H)), default=0, required=True, key="attn.head")
-mean = cols[2].toggle("Mean over heads", key="attn.mean")
-hide = cols[2].toggle("Hide [CLS], [SEP]", key="attn.hide")
-block = "all"
+layer = cols[0].segmented_control("Layer", list(range(L)), default=K.LAYER.default, required=True,
+                                  key=K.LAYER.name)
+head = cols[1].segmented_control("Head", list(range(H)), default=K.HEAD.default, required=True, key=K.HEAD.name)
+mean = cols[2].toggle("Mean over heads", key=K.MEAN.name)
+hide = cols[2].toggle("Hide [CLS], [SEP]", key=K.HIDE.name)
+block = K.BLOCK.default
 if view.is_pair:
-    block = cols[3].segmented_control("Queries → keys", av.BLOCKS, default="all", required=True, key="attn.block")
+    block = cols[3].segmented_control("Queries → keys", av.BLOCKS, default=K.BLOCK.default, required=True,
+                                      key=K.BLOCK.name)
 shown = av.matrix(view, layer, None if mean else head, hide, block)
 chart(figs.attention_heatmap(shown.weights, shown.col_axis, shown.row_axis, shown.title), shown.name)
 if hide or block != "all":
@@ -83,12 +48,13 @@ if hide or block != "all":
                "(nothing is renormalised).")
 else:
     st.caption("Each row is one query's softmax over all keys and sums to 1. Hover a cell for the exact weight.")
-if off:
-    st.caption(f"Shown with {len(off)} head(s) switched off: {', '.join(off)}. Layers above them change too.")
+if forward.off:
+    st.caption(f"Shown with {len(forward.off)} head(s) switched off: {', '.join(forward.off)}. "
+               "Layers above them change too.")
 st.download_button("Download this matrix (CSV)", shown.frame().to_csv(), file_name=f"{shown.name}.csv",
-                   mime="text/csv", key="attn.csv", on_click="ignore")
+                   mime="text/csv", key=K.CSV.name, on_click="ignore")
 
-with st.expander("All layers × heads at once", key="attn.grid", on_change="rerun") as grid_box:
+with st.expander("All layers × heads at once", key=K.GRID.name, on_change="rerun") as grid_box:
     try:
         if grid_box.open:  # drawn only while open: it is the costliest figure on the page
             everything = av.grid(view, hide, block)
@@ -99,11 +65,11 @@ with st.expander("All layers × heads at once", key="attn.grid", on_change="reru
 
 # --- Heads switched off --------------------------------------------------------------
 st.subheader("Switch heads off")
-st.multiselect("Heads to switch off", names, key="attn.off", placeholder="none: every head is on")
+st.multiselect("Heads to switch off", names, key=K.OFF.name, placeholder="none: every head is on")
 st.caption("A switched-off head still computes its weights, but its context is multiplied by 0, so the "
            "layers above never see it. The top guesses for each [MASK], with every head and without yours:")
 try:
-    table = predictions(*key, ckpt, encoding)
+    table = predictions(forward, ckpt, encoding)
     st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
 except InputError as exc:
     st.info(str(exc))
@@ -111,10 +77,9 @@ except InputError as exc:
 # --- Softmax steps ------------------------------------------------------------------
 st.subheader("Softmax steps for one query")
 cols = st.columns([2, 2])
-query = cols[0].selectbox("Query token", range(len(view.tokens)), index=av.default_query(view),
-                          format_func=view.labels.__getitem__, key="attn.query",
-                          on_change=lambda: st.session_state.pop("attn.key", None))  # new query: its strongest key
-tau = cols[1].slider("What-if attention temperature τ", 0.1, 5.0, 1.0, 0.05, key="attn.tau",
+query = cols[0].selectbox("Query token", tokens, index=av.default_query(view), format_func=view.labels.__getitem__,
+                          key=K.QUERY.name, on_change=state.forget, args=(K.KEY,))  # a new query: its strongest key
+tau = cols[1].slider("What-if attention temperature τ", 0.1, 5.0, K.TAU.default, 0.05, key=K.TAU.name,
                      help="Not part of BERT: divides the masked scores by τ before the softmax.")
 st.caption(f"Layer {layer}, head {head}" + (" (the head picker above; steps are per head)." if mean else "."))
 steps = av.softmax_steps(view, layer, head, query, tau)
@@ -143,8 +108,8 @@ else:
 chart(figs.vector_bars(pd.DataFrame({"context = Σ weight × v": ctx.context}), "Context vector"), "context")
 
 st.markdown("**Where the score comes from: q · k, dimension by dimension**")
-other = st.selectbox("Key token", range(len(view.tokens)), index=av.strongest_key(view, layer, head, query),
-                     format_func=view.labels.__getitem__, key="attn.key")
+other = st.selectbox("Key token", tokens, index=av.strongest_key(view, layer, head, query),
+                     format_func=view.labels.__getitem__, key=K.KEY.name)
 dot = av.dot_product(view, layer, head, query, other)
 pair_title = f"q of {view.axis_labels[query]}, k of {view.axis_labels[other]}; below, q × k (it sums to q·k)"
 chart(figs.vector_bars(dot.table, pair_title, height=520, lower=["q × k"]), f"q_k_L{layer}_H{head}")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bertviz_lab.ui.models import active_checkpoint
+from bertviz_lab.ui.models import active_model
 
 st.title("bertviz_lab")
 st.markdown(
@@ -10,7 +10,7 @@ st.markdown(
     "a textbook writes by hand — attention scores, softmax weights, masked-word probabilities — "
     "computed live by a real PyTorch BERT."
 )
-ckpt = active_checkpoint()
+ckpt = active_model()
 cfg, card = ckpt.config, ckpt.card
 held = card.get("held_out", {})
 st.subheader(f"Active model: {ckpt.path.name}")

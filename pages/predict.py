@@ -5,54 +5,46 @@ its top-k table and bar chart; several masks are filled two ways side by side: a
 at once from one pass (independent) and one at a time from the left (iterative).
 """
 
-import re
-
 import streamlit as st
 
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
-from bertviz_lab.ui.models import active_checkpoint
-from bertviz_lab.ui.widgets import encode_or_stop, sentence_inputs
+from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.state import Predict as K  # this page's session-state keys
+from bertviz_lab.ui.tables import number
+from bertviz_lab.ui.widgets import encode_or_stop, plain, sentence_inputs
 from bertviz_lab.views import inputs, predict
 
-DEFAULT = "the cat sat on the [MASK] ."
 MAX_DETAILED = 4  # masks drawn in full; with more, one is picked to inspect
 MAX_STEPS = 8  # left-to-right passes; the last one fills every mask still open
 COLUMNS = {"probability": st.column_config.ProgressColumn("probability", format="%.4f", min_value=0, max_value=1),
-           "logit": st.column_config.NumberColumn("logit", format="%.3f")}
-ROW_COLUMNS = {"p (independent)": st.column_config.NumberColumn(format="%.4f"),
-               "p (left-to-right)": st.column_config.NumberColumn(format="%.4f"),
-               "entropy (nats)": st.column_config.NumberColumn(format="%.3f"),
-               "probability": st.column_config.NumberColumn(format="%.4f")}
-
-
-def plain(text: str) -> str:
-    """Backslash-escape ASCII punctuation: pill labels are Markdown, and words must show as typed."""
-    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
-
+           "logit": number("%.3f", "logit")}
+ROW_COLUMNS = {"p (independent)": number("%.4f"), "p (left-to-right)": number("%.4f"),
+               "entropy (nats)": number("%.3f"), "probability": number("%.4f")}
 
 st.title("Mask & predict")
 st.caption("BERT learned by guessing hidden words. Hide some — type [MASK] or click words below — "
            "and see what it guesses, and how sure it is.")
-ckpt = active_checkpoint()
+ckpt = active_model()
 if not ckpt.model.has_mlm:
     st.error("This model has no masked-language-model (MLM) head: it was saved without the layer that turns "
              "hidden states into word guesses, so it cannot fill masks. Pick another model in the sidebar.")
     st.stop()
 
-text_a, text_b = sentence_inputs("predict", DEFAULT)
+text_a, text_b = sentence_inputs(K.SENTENCES)
 encoding = encode_or_stop(ckpt, text_a, text_b)
 clickable = {w.label: w.index for w in inputs.words(encoding, text_a, text_b) if not w.is_mask}
 chosen = []
 if clickable:
     chosen = st.pills("Click words to hide them from BERT", list(clickable), selection_mode="multi",
-                      format_func=plain, key="predict.words",
+                      format_func=plain, key=K.WORDS.name,
                       help="Every piece of a clicked word becomes [MASK] (whole-word masking).")
 left, middle, right = st.columns(3)
-top_k = left.slider("Top-k candidates", 1, min(20, ckpt.tokenizer.vocab_size), 5, key="predict.top_k")
-temperature = middle.slider("Temperature of the output softmax", 0.1, 3.0, 1.0, 0.1, key="predict.temperature",
+top_k = left.slider("Top-k candidates", 1, min(20, ckpt.tokenizer.vocab_size), K.TOP_K.default, key=K.TOP_K.name)
+temperature = middle.slider("Temperature of the output softmax", 0.1, 3.0, K.TEMPERATURE.default, 0.1,
+                            key=K.TEMPERATURE.name,
                             help="The logits are divided by it before the softmax: below 1 sharpens the "
                                  "probabilities, above 1 flattens them. The ranking never changes.")
-causal = right.toggle("Left context only (causal)", key="predict.causal",
+causal = right.toggle("Left context only (causal)", key=K.CAUSAL.name,
                       help="Run the same model with a causal attention mask, as a GPT-style reader would.")
 if causal:
     st.caption("Causal view: every token sees only itself and the words on its left, so the words after "
@@ -73,7 +65,7 @@ st.subheader("The guesses" if len(masks) > 1 else "The guess")
 shown = range(len(masks))
 if len(masks) > MAX_DETAILED:
     st.caption(f"{len(masks)} masks: all are in the tables below; pick one to see its candidates.")
-    shown = [st.selectbox("Mask to inspect", shown, key="predict.inspect",
+    shown = [st.selectbox("Mask to inspect", shown, key=K.INSPECT.name,
                           format_func=lambda i: f"mask #{i + 1} (token {masks[i].position})")]
 for i in shown:
     mask, rows = masks[i], predict.candidate_rows(masks[i])

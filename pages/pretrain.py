@@ -10,9 +10,9 @@ import streamlit as st
 
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import pretrain as ui
-from bertviz_lab.ui.models import sidebar
+from bertviz_lab.ui.router import ensure_router
 
-sidebar()
+ensure_router()
 st.title("Pretrain live")
 st.caption("Train a small BERT on the built-in story world or on your own text, and watch the masked-word "
            "(MLM) and next-sentence (NSP) losses fall while its guesses and attention heads take shape.")

@@ -23,18 +23,36 @@ def batch(vocab=100, B=3, T=12, seed=1):
     return ids, segments, attention_mask
 
 
-@pytest.mark.parametrize("backend", ["math", "sdpa"])
-def test_trace_and_fast_paths_agree(tiny_model, backend):
-    ids, seg, am = batch()
-    tiny_model.attention_backend = backend
+def run_path(model, path, ids, seg, **kwargs):
+    """One forward through an attention path: "trace" (math, keeping steps), "math" or "sdpa" (untraced)."""
+    model.attention_backend = "math" if path == "trace" else path
     with torch.no_grad():
-        traced = tiny_model(ids, seg, am, trace=True)
-        fast = tiny_model(ids, seg, am)
-    assert fast.trace is None and len(traced.trace) == 2
-    torch.testing.assert_close(fast.mlm_logits, traced.mlm_logits, atol=1e-5, rtol=0)
-    torch.testing.assert_close(fast.nsp_logits, traced.nsp_logits, atol=1e-5, rtol=0)
-    for a, b in zip(fast.hidden_states, traced.hidden_states):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        return model(ids, seg, trace=path == "trace", **kwargs)
+
+
+def masking_kwargs(masking, attention_mask):
+    head_mask = torch.ones(2, 4)
+    head_mask[1, 2] = 0
+    kwargs = {"attention_mask": attention_mask} if "padding" in masking else {}
+    if "causal" in masking:
+        kwargs["causal"] = True
+    if "head_mask" in masking:
+        kwargs["head_mask"] = head_mask
+    return kwargs
+
+
+@pytest.mark.parametrize("masking", ["none", "padding", "padding+causal", "padding+head_mask"])
+@pytest.mark.parametrize("path_a, path_b", [("trace", "math"), ("trace", "sdpa"), ("math", "sdpa")])
+def test_trace_and_fast_paths_agree(tiny_model, path_a, path_b, masking):
+    """Two different attention paths, same weights, same masks: the same outputs."""
+    ids, seg, am = batch()
+    kwargs = masking_kwargs(masking, am)
+    a, b = (run_path(tiny_model, path, ids, seg, **kwargs) for path in (path_a, path_b))
+    assert b.trace is None and (len(a.trace) == 2 if path_a == "trace" else a.trace is None)
+    torch.testing.assert_close(a.mlm_logits, b.mlm_logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(a.nsp_logits, b.nsp_logits, atol=1e-5, rtol=0)
+    for x, y in zip(a.hidden_states, b.hidden_states, strict=True):
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=0)
 
 
 def test_weights_are_distributions_and_ignore_padding(tiny_model):

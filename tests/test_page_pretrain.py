@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.pretrain import runs
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.ui.pretrain import LABELS
+from bertviz_lab.views.pretrain import LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "pretrain.py")

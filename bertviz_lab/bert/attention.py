@@ -4,7 +4,7 @@ Trace path: every intermediate a teaching page shows (q, k, v, the scaled scores
 before the mask, the softmax weights before dropout, the per-head context).
 Fast path: the same math without keeping anything, either as plain matmuls or
 through PyTorch's fused `scaled_dot_product_attention`; which one is faster
-depends on the device (see bench/), so the caller picks with `backend`.
+depends on the device (see bench/), so the caller picks with `options.backend`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,18 @@ from bertviz_lab.bert.ops import dropout
 MASK_VALUE = -1e9
 
 
+@dataclass(frozen=True)
+class AttentionOptions:
+    """How to run attention: built once by the model's forward, handed unchanged to every layer
+    (only `head_mask` differs per layer, set with `dataclasses.replace`)."""
+
+    visible: torch.Tensor | None = None  # bool (B or 1, 1, 1 or T, T) from `visibility`; None: all visible
+    head_mask: torch.Tensor | None = None  # (H,) of 0/1, this layer's row; None: every head on
+    trace: bool = False  # keep every step (AttentionSteps); always takes the math path
+    backend: str = "math"  # untraced path: "math" (plain matmuls) or "sdpa" (fused kernel)
+    dropout_p: float = 0.0  # dropout on the weights; 0 outside training
+
+
 @dataclass
 class AttentionSteps:
     """Every step of one layer's attention, all heads. Shapes use B batch, H heads, T tokens, D head dim."""
@@ -30,13 +42,19 @@ class AttentionSteps:
     k: torch.Tensor  # (B, H, T, D) keys
     v: torch.Tensor  # (B, H, T, D) values
     scores: torch.Tensor  # (B, H, T, T) q.k / sqrt(D), before the mask
-    mask: torch.Tensor  # (B, 1 or H, T, T) additive: 0 where visible, MASK_VALUE where hidden
+    # (B or 1, 1, 1 or T, T) additive, one for all heads (and, for a padding mask alone, all queries),
+    # broadcast against scores: 0 where visible, MASK_VALUE where hidden
+    mask: torch.Tensor
     weights: torch.Tensor  # (B, H, T, T) softmax(scores + mask), before dropout
     context: torch.Tensor  # (B, H, T, D) weights @ v, after the head mask
 
 
 def visibility(key_mask: torch.Tensor | None, causal: bool, T: int, device) -> torch.Tensor | None:
-    """Boolean (B or 1, 1, T, T) matrix, True where a query may look at a key; None if all visible."""
+    """Boolean, True where a query may look at a key; None if all visible.
+
+    (B, 1, 1, T) for a padding mask alone, (1, 1, T, T) for causal alone, (B, 1, T, T) for
+    both: it broadcasts over heads (and queries) against scores of shape (B, H, T, T).
+    """
     visible = None
     if key_mask is not None:
         visible = key_mask.bool()[:, None, None, :]  # (B, 1, 1, T)
@@ -46,34 +64,30 @@ def visibility(key_mask: torch.Tensor | None, causal: bool, T: int, device) -> t
     return visible
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, visible: torch.Tensor | None = None,
-              head_mask: torch.Tensor | None = None, dropout_p: float = 0.0, trace: bool = False,
-              backend: str = "math") -> tuple[torch.Tensor, AttentionSteps | None]:
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              options: AttentionOptions) -> tuple[torch.Tensor, AttentionSteps | None]:
     """softmax(q k^T / sqrt(D) + mask) v for q, k, v of shape (B, H, T, D).
 
-    `visible` comes from `visibility`; `head_mask` (H,) of 0/1 switches heads off by
-    zeroing their context. Returns the context (B, H, T, D) and, with `trace`, the steps.
+    Returns the context (B, H, T, D) and, with `options.trace`, the steps (else None).
     """
-    if trace or backend == "math":
-        return _math_attention(q, k, v, visible, head_mask, dropout_p, trace)
-    context = F.scaled_dot_product_attention(q, k, v, attn_mask=visible, dropout_p=dropout_p)
-    return _apply_head_mask(context, head_mask), None
+    if options.trace or options.backend == "math":
+        return _math_attention(q, k, v, options)
+    context = F.scaled_dot_product_attention(q, k, v, attn_mask=options.visible, dropout_p=options.dropout_p)
+    return _apply_head_mask(context, options.head_mask), None
 
 
-def _math_attention(q, k, v, visible, head_mask, dropout_p, trace):
+def _math_attention(q, k, v, options: AttentionOptions):
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])  # (B, H, T, T)
     mask_value = max(MASK_VALUE, torch.finfo(scores.dtype).min)  # fp16 cannot hold -1e9
-    if visible is None:
-        masked = scores
-    else:
-        masked = scores.masked_fill(~visible, mask_value)
+    visible = options.visible
+    masked = scores if visible is None else scores.masked_fill(~visible, mask_value)
     weights = masked.softmax(dim=-1)
-    dropped = dropout(weights, dropout_p, training=True)
-    context = _apply_head_mask(dropped @ v, head_mask)  # (B, H, T, D)
-    if not trace:
+    dropped = dropout(weights, options.dropout_p, training=True)
+    context = _apply_head_mask(dropped @ v, options.head_mask)  # (B, H, T, D)
+    if not options.trace:
         return context, None
     if visible is None:
-        additive = torch.zeros_like(scores[:, :1])
+        additive = torch.zeros_like(scores[:, :1])  # (B, 1, T, T)
     else:
         additive = torch.zeros(visible.shape, dtype=scores.dtype, device=scores.device).masked_fill(~visible, mask_value)
     steps = AttentionSteps(q=q, k=k, v=v, scores=scores, mask=additive, weights=weights, context=context)

@@ -7,7 +7,7 @@ written here loads in `transformers` and a `bert-base-uncased` folder loads here
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 
 from bertviz_lab.errors import ConfigError
 
@@ -73,9 +73,6 @@ class BertConfig:
             return cls(**kwargs)
         except TypeError as exc:  # a field of the wrong type, e.g. a list
             raise ConfigError(f"config.json has an invalid value: {exc}") from None
-
-    def replace(self, **changes) -> "BertConfig":
-        return replace(self, **changes)
 
 
 # name -> (layers, hidden, heads); intermediate is 4 x hidden, as in Turc et al. (2019).

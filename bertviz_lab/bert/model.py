@@ -9,13 +9,13 @@ switches heads off, `masked_positions` computes the MLM head only where needed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertviz_lab.bert.attention import AttentionSteps, attention, visibility
+from bertviz_lab.bert.attention import AttentionOptions, AttentionSteps, attention, visibility
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.ops import Dropout, Linear, PackedWeightCache, linear
 
@@ -88,7 +88,6 @@ class SelfAttention(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.heads, self.head_dim = cfg.num_attention_heads, cfg.head_dim
-        self.dropout_p = cfg.attention_probs_dropout_prob
         self.self = QKV(cfg)
         self.output = AddNorm(cfg, cfg.hidden_size)
 
@@ -96,11 +95,9 @@ class SelfAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
 
-    def forward(self, x, visible, head_mask, trace, backend):
-        q, k, v = (self.split_heads(t) for t in self.self(x))
-        dropout_p = self.dropout_p if self.training else 0.0
-        context, steps = attention(q, k, v, visible=visible, head_mask=head_mask,
-                                   dropout_p=dropout_p, trace=trace, backend=backend)
+    def forward(self, x: torch.Tensor, options: AttentionOptions) -> tuple[torch.Tensor, AttentionSteps | None]:
+        q, k, v = (self.split_heads(t) for t in self.self(x))  # 3 x (B, H, T, D)
+        context, steps = attention(q, k, v, options)  # (B, H, T, D)
         B, _, T, _ = context.shape
         merged = context.transpose(1, 2).reshape(B, T, -1)  # (B, T, d)
         return self.output(merged, x), steps
@@ -117,8 +114,8 @@ class EncoderLayer(nn.Module):
         self.output = AddNorm(cfg, cfg.intermediate_size)
         self.act = ACT_FNS[cfg.hidden_act]
 
-    def forward(self, x, visible, head_mask, trace, backend):
-        x, steps = self.attention(x, visible, head_mask, trace, backend)
+    def forward(self, x: torch.Tensor, options: AttentionOptions) -> tuple[torch.Tensor, AttentionSteps | None]:
+        x, steps = self.attention(x, options)
         return self.output(self.act(self.intermediate.dense(x)), x), steps
 
 
@@ -227,22 +224,31 @@ class BertForPreTraining(nn.Module):
             return self.attention_backend
         return "sdpa" if device.type == "cuda" else "math"
 
+    def _attention_options(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, causal: bool,
+                           trace: bool) -> AttentionOptions:
+        """What every layer's attention needs to know, decided once per forward."""
+        return AttentionOptions(
+            visible=visibility(attention_mask, causal, input_ids.shape[1], input_ids.device),
+            trace=trace,
+            backend=self._backend(input_ids.device),
+            dropout_p=self.config.attention_probs_dropout_prob if self.training else 0.0)
+
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, *, trace: bool = False, causal: bool = False,
                 head_mask: torch.Tensor | None = None, masked_positions: torch.Tensor | None = None) -> BertOutput:
         """input_ids, token_type_ids, attention_mask: (B, T). head_mask: (L, H) of 0/1.
         masked_positions: (B, T) bool; if given, MLM logits only there, as (N, V)."""
-        B, T = input_ids.shape
+        T = input_ids.shape[1]
         if T > self.config.max_position_embeddings:
             raise ValueError(f"{T} tokens exceed max_position_embeddings={self.config.max_position_embeddings}")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        visible = visibility(attention_mask, causal, T, input_ids.device)
-        backend = self._backend(input_ids.device)
-        x = self.bert.embeddings(input_ids, token_type_ids)
+        options = self._attention_options(input_ids, attention_mask, causal, trace)
+        x = self.bert.embeddings(input_ids, token_type_ids)  # (B, T, d)
         hidden, steps = [x], []
         for i, layer in enumerate(self.bert.encoder.layer):
-            x, layer_steps = layer(x, visible, None if head_mask is None else head_mask[i], trace, backend)
+            layer_options = options if head_mask is None else replace(options, head_mask=head_mask[i])  # row (H,)
+            x, layer_steps = layer(x, layer_options)
             hidden.append(x)
             steps.append(layer_steps)
         return self._heads(x, masked_positions, tuple(hidden), steps if trace else None)

@@ -39,14 +39,20 @@ class PackedWeightCache:
 
 
 def use_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """True for fp32 CPU inference: no autograd graph to build, so the packed copy is safe to use."""
     return (_ONEDNN and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
             and not (torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad)))
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cache: PackedWeightCache):
-    """F.linear(x, weight, bias), through oneDNN with a packed weight when that is safe."""
-    if not use_onednn(x, weight):
-        return F.linear(x, weight, bias)
+    """F.linear(x, weight, bias): the one place that picks oneDNN or plain PyTorch."""
+    if use_onednn(x, weight):
+        return _onednn_linear(x, weight, bias, cache)
+    return F.linear(x, weight, bias)  # the plain path: training, autograd, GPU, other dtypes
+
+
+def _onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cache: PackedWeightCache):
+    """The same product as oneDNN's inner product with the cached packed weight: (..., d_in) -> (..., d_out)."""
     packed_w, packed_b = cache.get(weight, bias)
     flat = x.reshape(-1, x.shape[-1])  # (N, d_in)
     rows = flat.shape[0]

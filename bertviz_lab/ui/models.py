@@ -1,4 +1,4 @@
-"""The model and device picker, and the cached loader every page uses.
+"""The model and device picker (drawn once, by app.py) and the cached loader every page uses.
 
 Models load once per process (`st.cache_resource`) and are shared by every
 session, so switching back to a model is instant. A folder that fails to load
@@ -16,12 +16,13 @@ from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
 from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available, describe_devices
 from bertviz_lab.errors import LabError
 from bertviz_lab.pretrain import runs
+from bertviz_lab.ui import state
+from bertviz_lab.ui.router import ensure_router
+from bertviz_lab.ui.state import SHIPPED
+from bertviz_lab.ui.state import Model as K
 
-ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ROOT / "checkpoints"
-DEFAULT_CHECKPOINT = SHIPPED / "bertviz-mini"
-PATH_KEY, DEVICE_KEY, ERROR_KEY = "model.path", "model.device", "model.error"
-CHOICE_KEY, CUSTOM_KEY = "model.choice", "model.custom"
+DEFAULT_CHECKPOINT = Path(K.PATH.default)
+DEVICE_LABELS = {"auto": "Auto", "cpu": "CPU", "cuda": "CUDA"}
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=6)
@@ -43,7 +44,7 @@ def available_models() -> dict[str, str]:
 
 def device_name() -> str:
     """The device to load on: what the picker says, with CUDA falling back to CPU when absent."""
-    choice = st.session_state.get(DEVICE_KEY, "auto")
+    choice = state.get(K.DEVICE)
     if choice == "cuda" and not cuda_available():
         return "cpu"
     return "cuda" if choice == "auto" and cuda_available() else ("cpu" if choice == "auto" else choice)
@@ -59,22 +60,25 @@ def try_load(path: str) -> bool:
     try:
         cached_checkpoint(folder, device_name())
     except LabError as exc:
-        st.session_state[ERROR_KEY] = f"Could not load {path}: {exc}"
+        state.put(K.ERROR, f"Could not load {path}: {exc}")
         return False
-    st.session_state[PATH_KEY] = folder
-    st.session_state[CHOICE_KEY] = next((k for k, v in available_models().items() if v == folder), None)
-    st.session_state.pop(ERROR_KEY, None)
+    state.put(K.PATH, folder)
+    state.put(K.CHOICE, label_of(folder, available_models()))
+    state.forget(K.ERROR)
     return True
 
 
-def active_checkpoint() -> Checkpoint:
-    """Draw the model and device picker in the sidebar and return the chosen model.
+def label_of(folder: str, models: dict[str, str]) -> str | None:
+    return next((label for label, path in models.items() if path == folder), None)
 
-    Every page calls this once at the top, so the picker is on every page (and in
-    every page's AppTest) and the model shown is always the one the page uses.
+
+def active_model() -> Checkpoint:
+    """The model the sidebar's picker chose; a page calls this once at the top.
+
+    If that folder no longer loads, the page stops with a message saying why.
     """
-    sidebar()
-    path = st.session_state.get(PATH_KEY, str(DEFAULT_CHECKPOINT))
+    ensure_router()
+    path = state.get(K.PATH)
     try:
         return cached_checkpoint(path, device_name())
     except LabError as exc:
@@ -83,55 +87,35 @@ def active_checkpoint() -> Checkpoint:
 
 
 def _pick(models: dict[str, str]) -> None:
-    label = st.session_state.get(CHOICE_KEY)
+    label = state.get(K.CHOICE)
     if label in models:
         try_load(models[label])
 
 
 def _load_custom() -> None:
-    path = st.session_state.get(CUSTOM_KEY, "").strip()
+    path = state.get(K.CUSTOM).strip()
     if not path:
-        st.session_state[ERROR_KEY] = "Type the path of a model folder first."
+        state.put(K.ERROR, "Type the path of a model folder first.")
     else:
         try_load(path)
 
 
-def ensure_router() -> None:
-    """Leave Streamlit's legacy pages/-folder mode if this server started in it.
-
-    A server whose first request is a deep link (say /attention, bookmarked) runs the
-    page file directly with an automatic menu built from pages/, because app.py has not
-    yet told Streamlit about st.navigation. Turning that flag off and rerunning sends the
-    same URL through app.py's router, with its menu and wide layout.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # a Streamlit without this internal: nothing to fix
-        return
-    if getattr(PagesManager, "uses_pages_directory", False):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def sidebar() -> None:
     """Model and device pickers. Changes go through callbacks, which run before the page does."""
-    ensure_router()
     models = available_models()
-    current = st.session_state.get(PATH_KEY, str(DEFAULT_CHECKPOINT))
-    if CHOICE_KEY not in st.session_state:
-        st.session_state[CHOICE_KEY] = next((k for k, v in models.items() if v == current), None)
+    state.setdefault(K.CHOICE, label_of(state.get(K.PATH), models))  # a new session: the active model's entry
     with st.sidebar:
         st.subheader("Model")
-        st.selectbox("Active model", list(models), key=CHOICE_KEY, on_change=_pick, args=(models,),
+        st.selectbox("Active model", list(models), key=K.CHOICE.name, on_change=_pick, args=(models,),
                      placeholder="a folder loaded from a path")
         with st.expander("Load a Hugging Face BERT folder"):
-            st.text_input("Folder path", key=CUSTOM_KEY, placeholder="/path/to/bert-base-uncased")
-            st.button("Load", key="model.load", on_click=_load_custom)
-        if ERROR_KEY in st.session_state:
-            st.error(st.session_state[ERROR_KEY])
+            st.text_input("Folder path", key=K.CUSTOM.name, placeholder="/path/to/bert-base-uncased")
+            st.button("Load", key=K.LOAD.name, on_click=_load_custom)
+        if state.get(K.ERROR):
+            st.error(state.get(K.ERROR))
         st.subheader("Device")
-        st.radio("Run the model on", DEVICE_CHOICES, key=DEVICE_KEY, horizontal=True,
-                 format_func=lambda d: {"auto": "Auto", "cpu": "CPU", "cuda": "CUDA"}[d])
+        st.radio("Run the model on", DEVICE_CHOICES, key=K.DEVICE.name, horizontal=True,
+                 format_func=DEVICE_LABELS.get)
         st.caption("Available: " + "; ".join(describe_devices()))
-        if st.session_state.get(DEVICE_KEY) == "cuda" and not cuda_available():
+        if state.get(K.DEVICE) == "cuda" and not cuda_available():
             st.warning("No CUDA GPU on this machine: running on the CPU instead.")

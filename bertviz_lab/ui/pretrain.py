@@ -2,214 +2,145 @@
 (a fragment that refreshes itself while the run trains) and the table of past runs.
 
 Runs live on disk (`bertviz_lab.pretrain.runs`), so every tab and every new session sees the
-same ones; the session only remembers which run it is looking at.
+same ones; the session only remembers which run it is looking at. What is shown (ETA, run
+descriptions, the form's values as a TrainConfig) comes from `bertviz_lab.views.pretrain`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import hashlib
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
-from bertviz_lab import atomic
 from bertviz_lab.bert.config import PRESET_SHAPES
-from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available
-from bertviz_lab.corpus import documents_from_text, read_text_file
-from bertviz_lab.errors import ConfigError, InputError, LabError
+from bertviz_lab.bert.device import DEVICE_CHOICES
+from bertviz_lab.errors import LabError
 from bertviz_lab.figures import token_labels
 from bertviz_lab.figures import training as figs
 from bertviz_lab.figures.attention import attention_heatmap, export_config
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.pretrain import runs
 from bertviz_lab.pretrain.config import PRECISIONS, TrainConfig
-from bertviz_lab.ui.models import PATH_KEY, try_load
+from bertviz_lab.ui import state
+from bertviz_lab.ui.models import try_load
+from bertviz_lab.ui.state import Model
+from bertviz_lab.ui.state import Pretrain as K
+from bertviz_lab.ui.tables import number
+from bertviz_lab.views import pretrain as vp
 from bertviz_lab.views import probe
+from bertviz_lab.views.predict import candidate_rows
 
 REFRESH_S = 1.5  # the live panel's refresh interval while a run trains
-RUN_KEY, SELECTED, WATCHING = "pretrain.run", "pretrain.selected", "pretrain.watching"
-DEFAULTS = TrainConfig()
-CORPUS = {"builtin": "Built-in story world", "upload": "Upload a .txt file", "paste": "Paste text"}
 BADGE = {"starting": ("blue", ":material/hourglass_top:"), "running": ("blue", ":material/play_arrow:"),
          "finished": ("green", ":material/check_circle:"), "stopped": ("orange", ":material/stop_circle:"),
          "diverged": ("red", ":material/trending_up:"), "failed": ("red", ":material/error:")}
-# Form fields: (TrainConfig field, label, kind, help); kinds: int, float format, or "shape" (empty = preset's).
-FIELDS = {
-    "layers": ("Layers", "shape", "Empty: the preset's number of encoder layers."),
-    "heads": ("Heads", "shape", "Attention heads per layer; they must divide the hidden size."),
-    "hidden": ("Hidden size", "shape", "Width of every token vector (the FFN is 4× wider)."),
-    "steps": ("Steps", "int", "Optimizer steps to train."),
-    "batch_size": ("Batch size", "int", "Sentence pairs per step."),
-    "seq_len": ("Sequence length", "int", "Longest input in tokens (8 to 512)."),
-    "lr": ("Learning rate", "%.5f", "Peak AdamW learning rate, reached after the warmup."),
-    "warmup": ("Warmup steps", "int", "Steps of linear warmup from 0 to the peak rate."),
-    "weight_decay": ("Weight decay", "%.3f", "AdamW decay (not on biases and LayerNorm)."),
-    "mask_rate": ("Mask rate", "%.2f", "Share of tokens to predict (BERT: 0.15), each 80/10/10."),
-    "seed": ("Seed", "int", "Same seed and settings on the CPU: the same curves."),
-    "eval_every": ("Evaluate every", "int", "Steps between held-out evaluations."),
-    "eval_batches": ("Held-out batches", "int", "Batches per held-out evaluation."),
-    "checkpoint_every": ("Checkpoint every", "int", "Steps between checkpoints (the probe reads the newest)."),
-    "threads": ("CPU threads", "int", "0 = all cores but one, so the app stays responsive."),
-    "grad_clip": ("Gradient clip", "%.2f", "Largest global gradient norm; 0 = off."),
-    "grad_accum": ("Gradient accumulation", "int", "Micro-batches per optimizer step."),
-    "vocab_size": ("Vocabulary size", "int", "WordPiece size when training on your own text."),
-}
-LABELS = {**{name: label for name, (label, _, _) in FIELDS.items()}, "preset": "Size preset", "corpus":
-          "Training text", "device": "Device", "precision": "Precision", "nsp": "NSP", "run": "Run name"}
+STEP = {"lr": 1e-4, "weight_decay": 0.01, "mask_rate": 0.01, "grad_clip": 0.5}  # of the float inputs
+ADVANCED = ("eval_every", "eval_batches", "checkpoint_every", "threads", "grad_clip", "grad_accum", "vocab_size")
 
 
 # --- The form --------------------------------------------------------------------------------
 def _number(where, name: str) -> None:
-    label, kind, help_ = FIELDS[name]
-    key = f"pretrain.{name}"
+    label, kind, help_ = vp.FIELDS[name]
+    key = K.FORM[name]
     if kind == "shape":
-        where.number_input(label, value=None, step=1, key=key, help=help_, placeholder="preset's")
+        where.number_input(label, value=key.default, step=1, key=key.name, help=help_, placeholder="preset's")
     elif kind == "int":
-        where.number_input(label, value=getattr(DEFAULTS, name), step=1, key=key, help=help_)
+        where.number_input(label, value=key.default, step=1, key=key.name, help=help_)
     else:
-        step = {"lr": 1e-4, "weight_decay": 0.01, "mask_rate": 0.01, "grad_clip": 0.5}[name]
-        where.number_input(label, value=float(getattr(DEFAULTS, name)), step=step, format=kind, key=key, help=help_)
-
-
-def explain(exc: Exception) -> str:
-    """The error with the form label of the field it names in front, e.g. 'Steps: steps must be ...'."""
-    field = str(exc).split(" ", 1)[0]
-    return f"**{LABELS[field]}**: {exc}" if field in LABELS else str(exc)
+        where.number_input(label, value=key.default, step=STEP[name], format=kind, key=key.name, help=help_)
 
 
 def run_form() -> runs.RunInfo | None:
     """The new-run form; on a valid submit it starts the run (in the background) and returns it."""
-    kind = st.radio("Training text", list(CORPUS), format_func=CORPUS.get, horizontal=True,
-                    key="pretrain.corpus_kind")
+    kind = st.radio("Training text", list(vp.CORPUS), format_func=vp.CORPUS.get, horizontal=True,
+                    key=K.CORPUS_KIND.name)
     with st.form("pretrain.form", border=False):
         if kind == "upload":
-            st.file_uploader("Your text file (UTF-8 .txt, at least 20 sentences)", type=["txt"], key="pretrain.upload")
+            st.file_uploader("Your text file (UTF-8 .txt, at least 20 sentences)", type=["txt"], key=K.UPLOAD.name)
         elif kind == "paste":
-            st.text_area("Your text (at least 20 sentences and 200 words)", key="pretrain.paste", height=150)
+            st.text_area("Your text (at least 20 sentences and 200 words)", key=K.PASTE.name, height=150)
         cols = st.columns(4)
-        cols[0].selectbox("Size preset", list(PRESET_SHAPES), key="pretrain.preset", format_func=_preset_label)
+        cols[0].selectbox("Size preset", list(PRESET_SHAPES), key=K.PRESET.name, format_func=vp.preset_label)
         for col, name in zip(cols[1:], ("layers", "heads", "hidden")):
             _number(col, name)
         for row in (("steps", "batch_size", "seq_len", "lr"), ("warmup", "weight_decay", "mask_rate", "seed")):
             for col, name in zip(st.columns(4), row):
                 _number(col, name)
         cols = st.columns(4)
-        cols[0].toggle("NSP task", value=True, key="pretrain.nsp",
+        cols[0].toggle("NSP task", value=K.NSP.default, key=K.NSP.name,
                        help="Next-sentence prediction. Off: the model learns from masked words alone (the ablation).")
-        cols[1].selectbox("Device", DEVICE_CHOICES, key="pretrain.device")
-        cols[2].text_input("Run name (optional)", key="pretrain.name", placeholder="run-date-time")
+        cols[1].selectbox("Device", DEVICE_CHOICES, key=K.DEVICE.name)
+        cols[2].text_input("Run name (optional)", key=K.NAME.name, placeholder="run-date-time")
         with st.expander("Advanced"):
-            names = ("eval_every", "eval_batches", "checkpoint_every", "threads", "grad_clip", "grad_accum",
-                     "vocab_size")
             for i, col in enumerate(st.columns(4) + st.columns(4)):
-                if i < len(names):
-                    _number(col, names[i])
+                if i < len(ADVANCED):
+                    _number(col, ADVANCED[i])
                 else:
-                    col.selectbox("Precision", PRECISIONS, key="pretrain.precision")
-        submitted = st.form_submit_button("Start training", type="primary", key="pretrain.start",
+                    col.selectbox("Precision", PRECISIONS, key=K.PRECISION.name)
+        submitted = st.form_submit_button("Start training", type="primary", key=K.START.name,
                                           icon=":material/play_arrow:")
     if not submitted:
         return None
     try:
-        return runs.start(form_config(kind), st.session_state.get("pretrain.name", "").strip() or None)
+        return runs.start(form_config(kind), state.get(K.NAME).strip() or None)
     except LabError as exc:
-        st.error(explain(exc))
+        st.error(vp.explain(exc))
         return None
 
 
-def _preset_label(name: str) -> str:
-    layers, hidden, heads = PRESET_SHAPES[name]
-    return f"{name} ({layers}×{hidden}, {heads} heads)"
-
-
 def form_config(kind: str) -> TrainConfig:
-    """A validated TrainConfig from the form's values; raises ConfigError/InputError naming the field."""
-    state = st.session_state
-    values = {name: state.get(f"pretrain.{name}") for name in FIELDS}
-    values.update(preset=state["pretrain.preset"], nsp=bool(state["pretrain.nsp"]),
-                  device=state["pretrain.device"], precision=state.get("pretrain.precision", "auto"))
-    values = {k: (int(v) if isinstance(v, float) and FIELDS.get(k, ("", ""))[1] in ("int", "shape")
-                  and v.is_integer() else v) for k, v in values.items()}
-    cfg = TrainConfig(**values)
-    if cfg.device == "cuda" and not cuda_available():
-        raise ConfigError("device cuda: this machine has no CUDA GPU; choose auto or cpu")
+    """The form's values, read from the session, as a validated TrainConfig (see `views.pretrain.form_config`)."""
+    values = {name: state.get(key) for name, key in K.FORM.items()}
+    values.update(preset=state.get(K.PRESET), nsp=bool(state.get(K.NSP)), device=state.get(K.DEVICE),
+                  precision=state.get(K.PRECISION))
     if kind == "upload":
-        upload = state.get("pretrain.upload")
-        if upload is None:
-            raise InputError("corpus: choose a .txt file to upload first")
-        text = _checked(lambda: read_text_file(upload.getvalue()), f"the file {upload.name}")
-    elif kind == "paste":
-        text = _checked(lambda: state.get("pretrain.paste") or "", "the pasted text")
-    else:
-        return cfg
-    return dataclasses.replace(cfg, corpus=str(save_text(text)))
-
-
-def _checked(read, what: str) -> str:
-    """The text `read()` returns, if it is usable for training; else an InputError naming the corpus."""
-    try:
-        text = read()
-        documents_from_text(text)
-    except InputError as exc:
-        raise InputError(f"corpus ({what}): {exc}") from None
-    return text
-
-
-def save_text(text: str) -> Path:
-    """Keep the user's text under the runs folder (named by its hash) so the run can read it."""
-    path = runs.runs_root() / "uploads" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(path, text)
-    return path
+        upload = state.get(K.UPLOAD)
+        return vp.form_config(values, kind, None if upload is None else upload.getvalue(),
+                              "" if upload is None else upload.name)
+    return vp.form_config(values, kind, state.get(K.PASTE) if kind == "paste" else None)
 
 
 # --- Which run -------------------------------------------------------------------------------
-def pick_run(all_runs: list[runs.RunInfo], started: runs.RunInfo | None) -> runs.RunInfo | None:
+def pick_run(all_runs: list[runs.RunInfo], started: runs.RunInfo | None) -> runs.RunInfo:
     """The run shown: the one just started, else the session's choice, else the newest active one."""
     names = {r.name: r for r in all_runs}
     if started is not None:
-        st.session_state[RUN_KEY] = started.name
-    elif st.session_state.get(RUN_KEY) not in names:
-        remembered = st.session_state.get(SELECTED)
-        newest = next((r for r in all_runs if r.active), all_runs[0])
-        st.session_state[RUN_KEY] = remembered if remembered in names else newest.name
-    name = st.selectbox("Run", list(names), key=RUN_KEY)  # its status is in the live panel, which stays current
-    st.session_state[SELECTED] = name
+        state.put(K.RUN, started.name)
+    state.keep_valid(K.RUN, names)
+    remembered = state.get(K.SELECTED)
+    newest = next((r for r in all_runs if r.active), all_runs[0])
+    state.setdefault(K.RUN, remembered if remembered in names else newest.name)
+    name = st.selectbox("Run", list(names), key=K.RUN.name)  # its status is in the live panel, which stays current
+    state.put(K.SELECTED, name)
     return names[name]
 
 
 # --- The live panel --------------------------------------------------------------------------
 @st.cache_data(max_entries=64, show_spinner=False)
-def _curves(run_dir: str, mtime_ns: int) -> figs.Curves:
-    return figs.Curves.from_records(runs.read_metrics(run_dir, "train"), runs.read_metrics(run_dir, "eval"))
+def _curves(run_dir: str, version: int) -> figs.Curves:
+    return vp.read_curves(run_dir)
 
 
 def curves_of(run_dir: Path) -> figs.Curves:
-    try:
-        mtime = (Path(run_dir) / "metrics.jsonl").stat().st_mtime_ns
-    except OSError:
-        return figs.Curves()
-    return _curves(str(run_dir), mtime)
+    """The run's curves, read again only when its metrics file changed."""
+    version = vp.metrics_version(run_dir)
+    return figs.Curves() if version is None else _curves(str(run_dir), version)
 
 
 def live_panel(run: runs.RunInfo) -> None:
     """Status, progress, curves and probe of one run; redrawn every REFRESH_S seconds while it trains."""
-    st.session_state[WATCHING] = run.active
+    state.put(K.WATCHING, run.active)
     st.fragment(run_every=REFRESH_S if run.active else None)(_live)(str(run.path))
 
 
 def _live(run_dir: str) -> None:
     run = runs.read(run_dir)
-    if st.session_state.get(WATCHING) and not run.active:
-        st.session_state[WATCHING] = False
+    if state.get(K.WATCHING) and not run.active:
+        state.put(K.WATCHING, False)
         st.rerun()  # the whole page: the run table and the "Use this model" button change too
     curves = curves_of(run.path)
     status_row(run)
-    st.progress(min(1.0, run.step / max(run.total_steps, 1)), text=progress_text(run, curves.train))
+    st.progress(min(1.0, run.step / max(run.total_steps, 1)), text=vp.progress_text(run, curves.train))
     nsp = run.config.get("nsp", True)
     metric_row(curves, nsp)
     if curves.train.empty:
@@ -224,38 +155,10 @@ def status_row(run: runs.RunInfo) -> None:
     left, right = st.columns([5, 1], vertical_alignment="center")
     with left:
         st.badge(run.status, color=color, icon=icon)
-        st.caption(f"**{run.name}** · {describe(run.config)} · {run.message}")
+        st.caption(f"**{run.name}** · {vp.describe(run.config)} · {run.message}")
     if run.active:
-        right.button("Stop", key="pretrain.stop", icon=":material/stop:", on_click=runs.stop, args=(run.path,),
+        right.button("Stop", key=K.STOP.name, icon=":material/stop:", on_click=runs.stop, args=(run.path,),
                      help="Saves a checkpoint and stops; the run can be resumed later.", width="stretch")
-
-
-def progress_text(run: runs.RunInfo, train: pd.DataFrame) -> str:
-    text = f"step {run.step:,} / {run.total_steps:,}"
-    eta = eta_seconds(train, run.total_steps)
-    if run.active and eta is not None:
-        text += f" · about {_duration(eta)} left"
-    elif run.active and train.empty:
-        text += " · preparing the corpus and the model"
-    elif not train.empty and "elapsed" in train:
-        text += f" · trained for {_duration(float(train['elapsed'].iloc[-1]))}"
-    return text
-
-
-def eta_seconds(train: pd.DataFrame, total_steps: int, window: int = 50) -> float | None:
-    """Seconds left at the speed of the last `window` steps (None until there are two)."""
-    if len(train) < 2 or "elapsed" not in train:
-        return None
-    recent = train.tail(window)
-    steps, seconds = recent["step"].iloc[-1] - recent["step"].iloc[0], recent["elapsed"].iloc[-1] - recent["elapsed"].iloc[0]
-    if steps <= 0 or seconds <= 0:
-        return None
-    return max(0.0, (total_steps - recent["step"].iloc[-1]) * seconds / steps)
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
 def metric_row(curves: figs.Curves, nsp: bool) -> None:
@@ -296,23 +199,21 @@ def chart_grid(curves: dict[str, figs.Curves], key: str, train: bool = True, nsp
 def probe_panel(run: runs.RunInfo) -> None:
     st.subheader("Watch it learn: a probe sentence")
     cols = st.columns([4, 1, 1])
-    text = cols[0].text_input("Probe sentence", probe.DEFAULT_SENTENCE, key="pretrain.probe")
+    text = cols[0].text_input("Probe sentence", K.PROBE.default, key=K.PROBE.name)
     result = probe.probe_run(run.path, text)
     if not result.ok:
         st.info(result.message)
         return
     L, H = result.attention.shape[:2]
-    for name, n in (("pretrain.layer", L), ("pretrain.head", H)):
-        if st.session_state.get(name, 0) >= n:
-            del st.session_state[name]
-    layer = cols[1].selectbox("Layer", range(L), key="pretrain.layer")
-    head = cols[2].selectbox("Head", range(H), key="pretrain.head")
+    state.keep_valid(K.LAYER, range(L))  # a run of another shape
+    state.keep_valid(K.HEAD, range(H))
+    layer = cols[1].selectbox("Layer", range(L), key=K.LAYER.name)
+    head = cols[2].selectbox("Head", range(H), key=K.HEAD.name)
     st.caption(f"Read by the newest checkpoint, step {result.step:,}; it changes as training writes new ones."
                + (f" {result.message}" if result.message else ""))
     left, right = st.columns([1, 2])
     for i, mask in enumerate(result.predictions[:2]):
-        rows = [{"token": c.token, "probability": c.prob, "logit": c.logit} for c in mask.candidates]
-        left.plotly_chart(prediction_bars(rows, f"[MASK] #{i + 1}: top guesses"),
+        left.plotly_chart(prediction_bars(candidate_rows(mask), f"[MASK] #{i + 1}: top guesses"),
                           key=f"pretrain.guess.{i}", theme=None)
     labels = token_labels(result.tokens)
     right.plotly_chart(attention_heatmap(result.attention[layer, head], labels, labels,
@@ -326,57 +227,28 @@ def use_model_button(run: runs.RunInfo) -> None:
         return
     path = str(run.checkpoint)
     left, right = st.columns([1, 3], vertical_alignment="center")
-    left.button("Use this model", key="pretrain.use", type="primary", icon=":material/model_training:",
+    left.button("Use this model", key=K.USE.name, type="primary", icon=":material/model_training:",
                 on_click=try_load, args=(path,))
-    if st.session_state.get(PATH_KEY) == path:
+    if state.get(Model.PATH) == path:
         right.success("This run's model is now the active model: open Mask & predict or Attention to explore it.")
     else:
         right.caption(f"Makes {run.checkpoint.name} of {run.name} the active model of every page "
                       "(it is in the sidebar's picker too).")
     if run.status == "stopped":
-        left.button("Resume", key="pretrain.resume", icon=":material/play_arrow:", on_click=runs.resume,
+        left.button("Resume", key=K.RESUME.name, icon=":material/play_arrow:", on_click=runs.resume,
                     args=(run.path,))
 
 
-def describe(config: dict) -> str:
-    """'tiny 2×128 (2 heads), built-in text, NSP on' from a run's saved config."""
-    try:
-        cfg = TrainConfig.from_dict(config)
-        shape = cfg.model_config(vocab_size=100)
-    except (LabError, TypeError):
-        return "settings unknown"
-    corpus = "built-in text" if cfg.corpus == "builtin" else f"text {Path(cfg.corpus).name}"
-    return (f"{cfg.preset} {shape.num_hidden_layers}×{shape.hidden_size} ({shape.num_attention_heads} heads), "
-            f"{corpus}, NSP {'on' if cfg.nsp else 'off'}, seed {cfg.seed}")
-
-
-def run_rows(all_runs: list[runs.RunInfo]) -> pd.DataFrame:
-    rows = []
-    for run in all_runs:
-        held = curves_of(run.path).eval
-        last = held.iloc[-1] if not held.empty else {}
-        rows.append({"run": run.name, "status": run.status, "steps": f"{run.step:,} / {run.total_steps:,}",
-                     "NSP": "on" if run.config.get("nsp", True) else "off",
-                     "held-out MLM loss": last.get("mlm_loss"), "top-1": last.get("mlm_top1"),
-                     "top-5": last.get("mlm_top5"), "NSP acc": last.get("nsp_acc"),
-                     "settings": describe(run.config),
-                     "started": datetime.datetime.fromtimestamp(run.created) if run.created else None})
-    return pd.DataFrame(rows)
-
-
-RUN_COLUMNS = {"held-out MLM loss": st.column_config.NumberColumn(format="%.3f"),
-               "top-1": st.column_config.NumberColumn(format="percent"),
-               "top-5": st.column_config.NumberColumn(format="percent"),
-               "NSP acc": st.column_config.NumberColumn(format="percent"),
-               "started": st.column_config.DatetimeColumn(format="D MMM, HH:mm:ss")}
+RUN_COLUMNS = {"held-out MLM loss": number("%.3f"), "top-1": number("percent"), "top-5": number("percent"),
+               "NSP acc": number("percent"), "started": st.column_config.DatetimeColumn(format="D MMM, HH:mm:ss")}
 
 
 def compare_runs(all_runs: list[runs.RunInfo]) -> None:
     """The table of every run and held-out curves of the chosen ones on shared axes."""
-    st.dataframe(run_rows(all_runs), hide_index=True, column_config=RUN_COLUMNS, key="pretrain.table")
+    st.dataframe(vp.run_rows(all_runs, curves_of), hide_index=True, column_config=RUN_COLUMNS, key="pretrain.table")
     paths = {r.name: r.path for r in all_runs}
-    st.session_state["pretrain.compare"] = [n for n in st.session_state.get("pretrain.compare", []) if n in paths]
-    chosen = st.multiselect("Overlay runs", list(paths), key="pretrain.compare", placeholder="pick two or more runs",
+    state.keep_valid(K.COMPARE, paths)
+    chosen = st.multiselect("Overlay runs", list(paths), key=K.COMPARE.name, placeholder="pick two or more runs",
                             help="E.g. the same settings with and without NSP: held-out curves on shared axes.")
     if chosen:
         chart_grid({name: curves_of(paths[name]) for name in chosen}, key="pretrain.compare",

@@ -1,24 +1,35 @@
-"""Widget groups shared by pages: sentence inputs and encoding with visible notes."""
+"""Widget groups shared by pages: sentence inputs, encoding with visible notes, typed text shown as typed."""
 
 from __future__ import annotations
+
+import re
 
 import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import InputError
+from bertviz_lab.figures.attention import export_config
+from bertviz_lab.ui.state import Sentences
 from bertviz_lab.views import inputs
 
 MAX_CHARS = 100_000  # enough for 5,000+ words; the tokenizer truncates to what the model reads
 
 
-def sentence_inputs(page: str, default_a: str, default_b: str = "") -> tuple[str, str | None]:
-    """Sentence A and, when the pair toggle is on, sentence B. Keys are prefixed by `page`."""
-    text_a = st.text_area("Sentence A", value=default_a, key=f"{page}.text_a", height=80, max_chars=MAX_CHARS)
-    pair = st.toggle("Add a second sentence (segment B)", value=bool(default_b), key=f"{page}.pair")
+def plain(text: str) -> str:
+    """Backslash-escape ASCII punctuation: labels and alert bodies are Markdown, and typed text must show as typed."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
+
+
+def sentence_inputs(keys: Sentences) -> tuple[str, str | None]:
+    """Sentence A and, when the pair toggle is on, sentence B (None when empty)."""
+    text_a = st.text_area("Sentence A", value=keys.text_a.default, key=keys.text_a.name, height=80,
+                          max_chars=MAX_CHARS)
+    pair = st.toggle("Add a second sentence (segment B)", value=keys.pair.default, key=keys.pair.name)
     text_b = None
     if pair:
-        text_b = st.text_area("Sentence B", value=default_b, key=f"{page}.text_b", height=68, max_chars=MAX_CHARS)
+        text_b = st.text_area("Sentence B", value=keys.text_b.default, key=keys.text_b.name, height=68,
+                              max_chars=MAX_CHARS)
     return text_a, (text_b if text_b and text_b.strip() else None)
 
 
@@ -33,3 +44,8 @@ def encode_or_stop(ckpt: Checkpoint, text_a: str, text_b: str | None) -> Encodin
         st.info(f"The text is {len(encoding) + encoding.truncated:,} tokens long; this model reads at most "
                 f"{ckpt.config.max_position_embeddings}, so the last {encoding.truncated:,} tokens were dropped.")
     return encoding
+
+
+def chart(fig, filename: str, where=st) -> None:
+    """A figure at its own colours, whose camera button saves `filename`.png."""
+    where.plotly_chart(fig, theme=None, config=export_config(filename))

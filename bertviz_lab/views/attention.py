@@ -48,14 +48,14 @@ class AttentionView:
     k: np.ndarray  # (L, H, T, D)
     v: np.ndarray  # (L, H, T, D)
     scores: np.ndarray  # (L, H, T, T) q.k / sqrt(D), before the mask
-    mask: np.ndarray  # (L, 1 or H, T, T) additive: 0 visible, -1e9 hidden (one per layer when heads share it)
+    mask: np.ndarray  # (L, 1, T, T) additive: 0 visible, -1e9 hidden; one per layer, shared by all its heads
     weights: np.ndarray  # (L, H, T, T) softmax(scores + mask), exactly as the model computed it
     context: np.ndarray  # (L, H, T, D) weights @ v, times 0 for a head switched off
     heads_on: np.ndarray  # (L, H) bool
 
     def additive_mask(self, layer: int, head: int) -> np.ndarray:
         """(T, T) additive mask this head's softmax saw."""
-        return self.mask[layer, head if self.mask.shape[1] > 1 else 0]
+        return self.mask[layer, 0]  # every head of a layer sees the same mask
 
     @property
     def num_layers(self) -> int:
@@ -121,7 +121,7 @@ def explore(model: BertForPreTraining, encoding: Encoding, head_mask: torch.Tens
     weights = stack("weights")
     L, H, T = weights.shape[:3]
     masks = [steps.mask[0].float().cpu().numpy() for steps in trace]  # each broadcastable to (H, T, T)
-    mask = np.stack([np.broadcast_to(m, (m.shape[0], T, T)) for m in masks])  # (L, 1 or H, T, T)
+    mask = np.stack([np.broadcast_to(m, (m.shape[0], T, T)) for m in masks])  # (L, 1, T, T): one mask per layer, shared by its heads
     heads_on = np.ones((L, H), bool) if head_mask is None else head_mask.cpu().numpy().reshape(L, H) > 0
     return _read_only(AttentionView(
         tokens=list(encoding.tokens), labels=[f"{i} {tok}" for i, tok in enumerate(encoding.tokens)],

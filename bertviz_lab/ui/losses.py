@@ -1,0 +1,147 @@
+"""The Losses page's widget groups: one renderer per step of the walkthrough, the stepper's
+callbacks, and the before/after metrics of one optimizer step."""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+import streamlit as st
+
+from bertviz_lab.figures import losses as figs
+from bertviz_lab.ui import state
+from bertviz_lab.ui.state import Losses as K
+from bertviz_lab.ui.tables import number
+from bertviz_lab.views import losses as lesson
+
+F4, F6 = number("%.4f"), number("%.6f")
+
+
+# --- Callbacks -------------------------------------------------------------------------------
+def reroll() -> None:
+    old = state.get(K.SEED)
+    state.put(K.SEED, random.choice([s for s in range(1, 10_000) if s != old]))
+
+
+def move(delta: int, count: int) -> None:
+    state.put(K.STEP, min(max(state.get(K.STEP) + delta, 1), count))
+
+
+# --- The steps -------------------------------------------------------------------------------
+def wide(table: pd.DataFrame) -> pd.DataFrame:
+    """Positions as columns, so a whole sentence fits on a projector; cells shown as text."""
+    return table.set_index("position").T.astype(str).rename(columns=str)
+
+
+def step_tokens(w):
+    st.caption("The tokenizer splits the text into WordPiece tokens and frames it: [CLS] A [SEP] B [SEP]. "
+               "Segment A = 0, segment B = 1.")
+    st.dataframe(wide(lesson.token_table(w)[["position", "token", "id", "segment"]]))
+
+
+def step_positions(w):
+    n = sum(w.eligible)
+    st.text(f"{n} tokens can be picked (not [CLS] / [SEP]); each is picked with probability {w.rates[0]:g}, "
+            f"about {n * w.rates[0]:.2f} expected.\nSeed {w.seed} picked {len(w.picked)}: positions "
+            + ", ".join(map(str, w.positions)))
+    st.caption("If no token is picked by chance, one is picked anyway, so every example has something to predict.")
+    st.dataframe(wide(lesson.token_table(w)[["position", "token", "can be picked", "picked"]]))
+
+
+def step_actions(w):
+    st.text(f"Each picked token: [MASK] with probability {w.rates[1]:g}, a random token with {w.rates[2]:g}, "
+            f"kept with {w.keep_prob:g}. The model must recover the original at every picked position.")
+    st.dataframe(lesson.picked_table(w), hide_index=True)
+    st.caption("What the model reads")
+    st.code(" ".join(w.corrupted_tokens), language=None, wrap_lines=True)
+
+
+def step_forward(w):
+    st.caption("One forward pass in eval mode (no dropout) and without gradients, on the corrupted tokens.")
+    st.code(" → ".join(f"{name} {shape}" for name, shape in w.shapes.items()), language=None, wrap_lines=True)
+    st.dataframe(lesson.prediction_table(w)[["position", "fed", "top guess", "true logit"]], hide_index=True,
+                 column_config={"true logit": F4})
+
+
+def step_softmax(w):
+    st.dataframe(lesson.prediction_table(w), hide_index=True, column_config={
+        "true logit": F4, "logsumexp": F4, "p(true)": F6, "−log p": F6})
+    st.text("\n".join(f"position {m.position}: p(true) = exp({m.true_logit:.4f} − {m.logsumexp:.4f}) = "
+                      f"{m.p_true:.6f};  −log p = {m.neg_log_p:.6f}" for m in w.mlm.predictions))
+    st.plotly_chart(figs.topk_grid(lesson.topk_panels(w)), theme=None, key="losses.topk")
+
+
+def step_mlm(w):
+    terms, k = [m.neg_log_p for m in w.mlm.predictions], w.mlm.count
+    left, right = st.columns(2)
+    left.metric("L_MLM, mean over masked positions (BERT)", f"{w.mlm.loss_mean:.4f}")
+    left.text(f"({' + '.join(f'{t:.4f}' for t in terms)}) / {k}")
+    right.metric("L_MLM, sum (seed 004's convention)", f"{w.mlm.loss_sum:.4f}")
+    right.text(" + ".join(f"{t:.4f}" for t in terms))
+    labels = [f"{m.position} {m.true_token}" for m in w.mlm.predictions]
+    st.plotly_chart(figs.neg_log_p_bars(labels, terms, w.mlm.loss_mean, "−log p(true) per masked position"),
+                    theme=None, key="losses.nll")
+
+
+def nsp_column(col, path, reason):
+    if path is None:
+        col.info(reason)
+        return
+    col.markdown(f"**{path.title}**")
+    col.code(path.sentence_b, language=None, wrap_lines=True)
+    vectors = lesson.nsp_vectors(path)
+    col.dataframe(vectors, column_config={c: F4 for c in vectors.columns})
+    col.text(f"logits [IsNext, NotNext] = [{path.logits[0]:.4f}, {path.logits[1]:.4f}]\n"
+             f"W_nsp · pooled + b by hand = [{path.logits_by_hand[0]:.4f}, {path.logits_by_hand[1]:.4f}]\n"
+             f"label: {'IsNext' if path.label == 0 else 'NotNext'}")
+    a, b = col.columns(2)
+    a.metric("P(IsNext)", f"{path.p_is_next:.4f}")
+    b.metric("L_NSP = −log p(label)", f"{path.loss:.4f}")
+
+
+def step_nsp(w):
+    st.caption("[CLS]'s last hidden state → pooler dense + tanh → NSP head → 2 logits → softmax → P(IsNext). "
+               "First 8 of the hidden dimensions shown. The random B is read unmasked.")
+    left, right = st.columns(2)
+    nsp_column(left, w.nsp_true, w.nsp_reason)
+    nsp_column(right, w.nsp_random, None)
+
+
+def step_total(w):
+    cols = st.columns(3)
+    cols[0].metric("L_MLM (mean)", f"{w.mlm.loss_mean:.4f}")
+    if w.nsp_true is not None:
+        cols[1].metric("L_NSP (true pair)", f"{w.nsp_true.loss:.4f}")
+        cols[2].metric("Total loss = L_MLM + L_NSP", f"{w.total:.4f}")
+    else:
+        cols[1].caption(f"No NSP term: {w.nsp_reason or lesson.NO_NSP_REASON}.")
+        cols[2].metric("Total loss = L_MLM", f"{w.total:.4f}")
+
+
+STEPS = {"Tokens": step_tokens, "Pick the positions to predict": step_positions,
+         "Corrupt each picked position (80 / 10 / 10)": step_actions, "Forward pass": step_forward,
+         "Logits → softmax → p(true) → −log p": step_softmax, "L_MLM: mean and sum": step_mlm,
+         "Next sentence prediction (NSP)": step_nsp, "Total loss": step_total}
+
+
+def stepper(count: int) -> int:
+    """Back, Next and a progress bar; returns the step shown (1-based)."""
+    state.keep_valid(K.STEP, range(1, count + 1))
+    current = state.get(K.STEP)
+    back, where, nxt = st.columns([1, 4, 1], vertical_alignment="center")
+    back.button("Back", key=K.BACK.name, on_click=move, args=(-1, count), disabled=current == 1,
+                icon=":material/arrow_back:", width="stretch")
+    nxt.button("Next", key=K.NEXT.name, on_click=move, args=(1, count), disabled=current == count,
+               icon=":material/arrow_forward:", width="stretch")
+    where.progress(current / count, text=f"Step {current} of {count}")
+    return current
+
+
+def before_after(result) -> None:
+    """One metric per loss: its value after the step, and the change from before."""
+    for col, name in zip(st.columns(len(result.before)), result.before):
+        col.metric(f"{name}: before → after", f"{result.after[name]:.4f}",
+                   f"{result.after[name] - result.before[name]:+.4f} (from {result.before[name]:.4f})",
+                   delta_color="inverse")
+    if result.after["total"] >= result.before["total"]:
+        st.warning("The loss went up: this learning rate overshoots. Try a smaller one.")

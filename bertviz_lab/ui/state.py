@@ -1,0 +1,193 @@
+"""Every session-state key of the app, with its default and its one validity check, grouped by page.
+
+A key is prefixed by its page ("attn.layer"); widgets take `key=K.NAME.name`. A remembered choice can
+stop being valid when the sentence or the model changes (a 4-layer model's layer 3 on a 2-layer
+model): the page calls `keep_valid(KEY, options)` before drawing the widget, and the key's check
+decides what survives. Keys without a check hold whatever their widget allows.
+
+Chart and table `key=` arguments are element ids, not session state, so they are not listed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from bertviz_lab.views import pretrain as vp
+from bertviz_lab.views import probe
+from bertviz_lab.views import worked as w
+
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"  # the models that come with the lab
+FORGET = object()  # what a check returns for a value to drop: the widget then shows its own default
+
+
+# --- Checks: (remembered value, options offered now) -> the value to keep, or FORGET ---------------
+def one_of(value, options: list):
+    """A single choice, kept while the options still offer it."""
+    return value if value in options else FORGET
+
+
+def some_of(values, options: list) -> list:
+    """A multiple choice: the chosen values the options still offer, in their order."""
+    return [v for v in values if v in options]
+
+
+def nearest(value, options: list):
+    """A position in a range of numbers: moved to the nearest end when the range shrinks."""
+    return min(max(value, options[0]), options[-1])
+
+
+@dataclass(frozen=True)
+class Key:
+    """One session-state key: its name, its default, and the check `keep_valid` applies (None: no check)."""
+    name: str
+    default: Any = None  # what `get` returns before anything is stored (widgets take it as value=)
+    check: Callable[[Any, list], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """The keys of one page's sentence inputs (`ui.widgets.sentence_inputs`)."""
+    text_a: Key
+    pair: Key
+    text_b: Key
+
+    @classmethod
+    def of(cls, page: str, text_a: str, text_b: str = "") -> "Sentences":
+        return cls(Key(f"{page}.text_a", text_a), Key(f"{page}.pair", bool(text_b)), Key(f"{page}.text_b", text_b))
+
+
+# --- Helpers: the only way pages and ui/ touch session state --------------------------------------
+def get(key: Key):
+    return st.session_state.get(key.name, key.default)
+
+
+def put(key: Key, value) -> None:
+    st.session_state[key.name] = value
+
+
+def forget(key: Key) -> None:
+    st.session_state.pop(key.name, None)
+
+
+def init(*keys: Key) -> None:
+    """Store each key's default unless the session already holds a value (keys that callbacks change)."""
+    for key in keys:
+        st.session_state.setdefault(key.name, key.default)
+
+
+def setdefault(key: Key, value) -> None:
+    """Store `value` unless the session already holds one (a default known only at run time)."""
+    st.session_state.setdefault(key.name, value)
+
+
+def reset(*keys: Key) -> None:
+    for key in keys:
+        st.session_state[key.name] = key.default
+
+
+def keep_valid(key: Key, options: Iterable) -> None:
+    """Bring a remembered value in line with the options the page offers now. Call it before the widget."""
+    if key.check is None:
+        raise TypeError(f"session key {key.name!r} has no validity check")
+    if key.name not in st.session_state:
+        return
+    value = st.session_state[key.name]
+    kept = key.check(value, list(options))
+    if kept is FORGET:
+        del st.session_state[key.name]
+    elif kept != value:
+        st.session_state[key.name] = kept
+
+
+# --- The keys, page by page --------------------------------------------------------------------
+class Model:
+    """The sidebar (ui/models.py), drawn once by app.py."""
+    PATH = Key("model.path", str(SHIPPED / "bertviz-mini"))  # the folder of the active model
+    DEVICE = Key("model.device", "auto")
+    # The picker's label; None for a folder typed by hand. No check: the selectbox itself drops a label
+    # it no longer offers (a deleted run's model).
+    CHOICE = Key("model.choice")
+    CUSTOM = Key("model.custom", "")
+    LOAD = Key("model.load")
+    ERROR = Key("model.error")  # why the last folder did not load
+
+
+class Predict:
+    SENTENCES = Sentences.of("predict", "the cat sat on the [MASK] .")
+    WORDS = Key("predict.words")  # the clicked words to mask
+    TOP_K = Key("predict.top_k", 5)
+    TEMPERATURE = Key("predict.temperature", 1.0)
+    CAUSAL = Key("predict.causal", False)
+    INSPECT = Key("predict.inspect")  # with many masks, the one drawn in full
+
+
+class Attention:
+    SENTENCES = Sentences.of("attn", "the animal did not cross the street because it was too tired .")
+    LAYER = Key("attn.layer", 0, one_of)
+    HEAD = Key("attn.head", 0, one_of)
+    MEAN = Key("attn.mean", False)
+    HIDE = Key("attn.hide", False)
+    BLOCK = Key("attn.block", "all", one_of)  # queries -> keys block of a sentence pair
+    GRID = Key("attn.grid", False)  # the all-heads expander is open
+    CSV = Key("attn.csv")
+    OFF = Key("attn.off", (), some_of)  # heads switched off, e.g. ["L0 H1"]
+    QUERY = Key("attn.query", None, one_of)  # None: the page's default query
+    TAU = Key("attn.tau", 1.0)
+    KEY = Key("attn.key", None, one_of)  # None: the query's strongest key
+
+
+class Losses:
+    SENTENCES = Sentences.of("losses", "the cat sat on the mat .", "it was a warm afternoon .")
+    SEED = Key("losses.seed", 0)
+    REROLL = Key("losses.reroll")
+    RATE = Key("losses.rate", 0.15)
+    SHARES = (Key("losses.mask", 0.8), Key("losses.random", 0.1), Key("losses.keep", 0.1))  # 80 / 10 / 10
+    ALL = Key("losses.all", False)  # every step at once instead of the stepper
+    STEP = Key("losses.step", 1, nearest)
+    BACK, NEXT = Key("losses.back"), Key("losses.next")
+    OPTIMIZER = Key("losses.optimizer")
+    LR = Key("losses.lr", 1e-4)
+    TRAIN = Key("losses.train")
+    RESULT = Key("losses.result")  # (what it was computed for, the before/after losses)
+    DRAWS = Key("losses.draws", 2_000)
+
+
+class Worked:
+    ATTN_TOKENS = Key("worked.attn.tokens", " ".join(w.SEED000_TOKENS))
+    ATTN_SCORES = Key("worked.attn.scores", " ".join(f"{x:g}" for x in w.SEED000_SCORES))
+    ATTN_RESET = Key("worked.attn.reset")
+    MLM_WORDS = Key("worked.mlm.words", " ".join(w.SEED000_WORDS))
+    MLM_LOGITS = Key("worked.mlm.logits", " ".join(f"{x:g}" for x in w.SEED000_LOGITS))
+    MLM_TRUE = Key("worked.mlm.true", w.SEED000_TRUE, one_of)
+    MLM_RESET = Key("worked.mlm.reset")
+    ONEHOT_QUERY = Key("worked.onehot.query", w.SEED001_QUERY)
+    ONEHOT_VERSION = Key("worked.onehot.version", 0)  # bumped by Reset: a fresh, unedited matrix
+    ONEHOT_MATRIX = Key("worked.onehot.matrix")  # the editor's key is this name + "." + the version
+    ONEHOT_RESET = Key("worked.onehot.reset")
+    INPUTS = (ATTN_TOKENS, ATTN_SCORES, MLM_WORDS, MLM_LOGITS, MLM_TRUE, ONEHOT_QUERY, ONEHOT_VERSION)
+
+
+class Pretrain:
+    CORPUS_KIND = Key("pretrain.corpus_kind", "builtin")
+    UPLOAD = Key("pretrain.upload")
+    PASTE = Key("pretrain.paste", "")
+    PRESET = Key("pretrain.preset", vp.DEFAULTS.preset)
+    FORM = {name: Key(f"pretrain.{name}", vp.field_default(name)) for name in vp.FIELDS}  # the number inputs
+    NSP = Key("pretrain.nsp", vp.DEFAULTS.nsp)
+    DEVICE = Key("pretrain.device", vp.DEFAULTS.device)
+    PRECISION = Key("pretrain.precision", vp.DEFAULTS.precision)
+    NAME = Key("pretrain.name", "")
+    START = Key("pretrain.start")
+    RUN = Key("pretrain.run", None, one_of)  # the run shown in the live panel
+    SELECTED = Key("pretrain.selected")  # RUN's last value, kept while the picker is not drawn
+    WATCHING = Key("pretrain.watching", False)  # the live panel refreshes itself
+    STOP, USE, RESUME = Key("pretrain.stop"), Key("pretrain.use"), Key("pretrain.resume")
+    PROBE = Key("pretrain.probe", probe.DEFAULT_SENTENCE)
+    LAYER = Key("pretrain.layer", 0, one_of)
+    HEAD = Key("pretrain.head", 0, one_of)
+    COMPARE = Key("pretrain.compare", (), some_of)  # runs overlaid on shared axes

@@ -1,0 +1,21 @@
+"""Display formats for tables: how many digits a column shows (the data keeps every digit), and how tall."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+MAX_ROWS_IN_FULL = 24  # taller tables scroll
+
+
+def number(fmt: str = "%.4f", label: str | None = None):
+    return st.column_config.NumberColumn(label, format=fmt)
+
+
+def numbers(df: pd.DataFrame, fmt: str = "%.4f", **special: str) -> dict:
+    """`fmt` for every float column, or the format `special` names for it (e.g. weight="%.6f")."""
+    return {c: number(special.get(c, fmt)) for c in df.columns if pd.api.types.is_float_dtype(df[c])}
+
+
+def table_height(df: pd.DataFrame):
+    return "content" if len(df) <= MAX_ROWS_IN_FULL else 600

@@ -1,0 +1,189 @@
+"""What the Pretrain live page shows, without Streamlit: the new-run form's fields and how its
+values become a validated TrainConfig, a run's progress line and ETA, its one-line description,
+its curves read from metrics.jsonl, and the table of all runs.
+
+Every error a form value can cause names its field (`explain` puts the form's label in front),
+so the page refuses a run with a sentence instead of starting a process that would crash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from bertviz_lab import atomic
+from bertviz_lab.bert.config import PRESET_SHAPES
+from bertviz_lab.bert.device import cuda_available
+from bertviz_lab.corpus import documents_from_text, read_text_file
+from bertviz_lab.errors import ConfigError, InputError, LabError
+from bertviz_lab.figures.training import Curves
+from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain.config import TrainConfig
+
+DEFAULTS = TrainConfig()
+CORPUS = {"builtin": "Built-in story world", "upload": "Upload a .txt file", "paste": "Paste text"}
+# Number fields of the form: TrainConfig field -> (label, kind, help); a kind is "int", a float
+# format such as "%.5f", or "shape" (empty = the preset's value).
+FIELDS = {
+    "layers": ("Layers", "shape", "Empty: the preset's number of encoder layers."),
+    "heads": ("Heads", "shape", "Attention heads per layer; they must divide the hidden size."),
+    "hidden": ("Hidden size", "shape", "Width of every token vector (the FFN is 4× wider)."),
+    "steps": ("Steps", "int", "Optimizer steps to train."),
+    "batch_size": ("Batch size", "int", "Sentence pairs per step."),
+    "seq_len": ("Sequence length", "int", "Longest input in tokens (8 to 512)."),
+    "lr": ("Learning rate", "%.5f", "Peak AdamW learning rate, reached after the warmup."),
+    "warmup": ("Warmup steps", "int", "Steps of linear warmup from 0 to the peak rate."),
+    "weight_decay": ("Weight decay", "%.3f", "AdamW decay (not on biases and LayerNorm)."),
+    "mask_rate": ("Mask rate", "%.2f", "Share of tokens to predict (BERT: 0.15), each 80/10/10."),
+    "seed": ("Seed", "int", "Same seed and settings on the CPU: the same curves."),
+    "eval_every": ("Evaluate every", "int", "Steps between held-out evaluations."),
+    "eval_batches": ("Held-out batches", "int", "Batches per held-out evaluation."),
+    "checkpoint_every": ("Checkpoint every", "int", "Steps between checkpoints (the probe reads the newest)."),
+    "threads": ("CPU threads", "int", "0 = all cores but one, so the app stays responsive."),
+    "grad_clip": ("Gradient clip", "%.2f", "Largest global gradient norm; 0 = off."),
+    "grad_accum": ("Gradient accumulation", "int", "Micro-batches per optimizer step."),
+    "vocab_size": ("Vocabulary size", "int", "WordPiece size when training on your own text."),
+}
+LABELS = {**{name: label for name, (label, _, _) in FIELDS.items()}, "preset": "Size preset", "corpus":
+          "Training text", "device": "Device", "precision": "Precision", "nsp": "NSP", "run": "Run name"}
+
+
+# --- The form --------------------------------------------------------------------------------
+def field_default(name: str) -> int | float | None:
+    """What a number field shows before it is edited: empty for shape fields, else TrainConfig's default."""
+    kind = FIELDS[name][1]
+    if kind == "shape":
+        return None
+    return getattr(DEFAULTS, name) if kind == "int" else float(getattr(DEFAULTS, name))
+
+
+def preset_label(name: str) -> str:
+    layers, hidden, heads = PRESET_SHAPES[name]
+    return f"{name} ({layers}×{hidden}, {heads} heads)"
+
+
+def explain(exc: Exception) -> str:
+    """The error with the form label of the field it names in front, e.g. '**Steps**: steps must be ...'."""
+    field = str(exc).split(" ", 1)[0].rstrip(":")  # "steps must be ...", "corpus: choose a file ..."
+    return f"**{LABELS[field]}**: {exc}" if field in LABELS else str(exc)
+
+
+def form_config(values: dict, corpus: str = "builtin", text: str | bytes | None = None,
+                filename: str = "") -> TrainConfig:
+    """A validated TrainConfig from the form's values; raises ConfigError/InputError naming the field.
+
+    values: TrainConfig field -> form value (number inputs give floats; whole ones become ints).
+    corpus: a key of CORPUS. text: the pasted str, or the uploaded file's bytes (None: no file yet).
+    The user's text is checked, then saved under the runs folder for the run to read.
+    """
+    cfg = TrainConfig(**{name: _typed(name, value) for name, value in values.items()})
+    if cfg.device == "cuda" and not cuda_available():
+        raise ConfigError("device cuda: this machine has no CUDA GPU; choose auto or cpu")
+    if corpus == "builtin":
+        return cfg
+    return dataclasses.replace(cfg, corpus=str(save_text(training_text(corpus, text, filename))))
+
+
+def _typed(name: str, value):
+    whole = name in FIELDS and FIELDS[name][1] in ("int", "shape")
+    return int(value) if whole and isinstance(value, float) and value.is_integer() else value
+
+
+def training_text(corpus: str, text: str | bytes | None, filename: str = "") -> str:
+    """The uploaded or pasted text, if it is usable for training; else an InputError naming the corpus."""
+    if corpus == "upload" and text is None:
+        raise InputError("corpus: choose a .txt file to upload first")
+    what = f"the file {filename}" if corpus == "upload" else "the pasted text"
+    try:
+        text = read_text_file(text) if corpus == "upload" else (text or "")
+        documents_from_text(text)
+    except InputError as exc:
+        raise InputError(f"corpus ({what}): {exc}") from None
+    return text
+
+
+def save_text(text: str) -> Path:
+    """Keep the user's text under the runs folder (named by its hash) so the run can read it."""
+    path = runs.runs_root() / "uploads" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(path, text)
+    return path
+
+
+# --- One run ---------------------------------------------------------------------------------
+def describe(config: dict) -> str:
+    """'tiny 2×128 (2 heads), built-in text, NSP on, seed 0' from a run's saved config."""
+    try:
+        cfg = TrainConfig.from_dict(config)
+        shape = cfg.model_config(vocab_size=100)
+    except (LabError, TypeError):
+        return "settings unknown"
+    corpus = "built-in text" if cfg.corpus == "builtin" else f"text {Path(cfg.corpus).name}"
+    return (f"{cfg.preset} {shape.num_hidden_layers}×{shape.hidden_size} ({shape.num_attention_heads} heads), "
+            f"{corpus}, NSP {'on' if cfg.nsp else 'off'}, seed {cfg.seed}")
+
+
+def eta_seconds(train: pd.DataFrame, total_steps: int, window: int = 50) -> float | None:
+    """Seconds left at the speed of the last `window` steps (None until there are two)."""
+    if len(train) < 2 or "elapsed" not in train:
+        return None
+    recent = train.tail(window)
+    steps = recent["step"].iloc[-1] - recent["step"].iloc[0]
+    seconds = recent["elapsed"].iloc[-1] - recent["elapsed"].iloc[0]
+    if steps <= 0 or seconds <= 0:
+        return None
+    return max(0.0, (total_steps - recent["step"].iloc[-1]) * seconds / steps)
+
+
+def duration(seconds: float) -> str:
+    """'42 s' or '3 min 05 s'."""
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def progress_text(run: runs.RunInfo, train: pd.DataFrame) -> str:
+    """'step 120 / 400 · about 1 min 10 s left' while training; how long it took once done."""
+    text = f"step {run.step:,} / {run.total_steps:,}"
+    eta = eta_seconds(train, run.total_steps)
+    if run.active and eta is not None:
+        text += f" · about {duration(eta)} left"
+    elif run.active and train.empty:
+        text += " · preparing the corpus and the model"
+    elif not train.empty and "elapsed" in train:
+        text += f" · trained for {duration(float(train['elapsed'].iloc[-1]))}"
+    return text
+
+
+def metrics_version(run_dir) -> int | None:
+    """When the run last wrote metrics (ns), to key a cache of its curves; None before it writes any."""
+    try:
+        return (Path(run_dir) / "metrics.jsonl").stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def read_curves(run_dir) -> Curves:
+    """The run's training and held-out records as two DataFrames."""
+    return Curves.from_records(runs.read_metrics(run_dir, "train"), runs.read_metrics(run_dir, "eval"))
+
+
+# --- All runs --------------------------------------------------------------------------------
+def run_rows(all_runs: list[runs.RunInfo], curves_of: Callable[[Path], Curves] = read_curves) -> pd.DataFrame:
+    """One row per run: status, progress, its last held-out metrics and its settings."""
+    rows = []
+    for run in all_runs:
+        held = curves_of(run.path).eval
+        last = held.iloc[-1] if not held.empty else {}
+        rows.append({"run": run.name, "status": run.status, "steps": f"{run.step:,} / {run.total_steps:,}",
+                     "NSP": "on" if run.config.get("nsp", True) else "off",
+                     "held-out MLM loss": last.get("mlm_loss"), "top-1": last.get("mlm_top1"),
+                     "top-5": last.get("mlm_top5"), "NSP acc": last.get("nsp_acc"),
+                     "settings": describe(run.config),
+                     "started": datetime.datetime.fromtimestamp(run.created) if run.created else None})
+    return pd.DataFrame(rows)
