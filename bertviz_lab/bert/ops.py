@@ -2,7 +2,7 @@
 
 `Linear` / `linear`: for fp32 inference on CPU, oneDNN's inner product with a weight packed in its
 own blocked layout beats the plain GEMM behind `F.linear` by a wide margin at
-the small batch sizes of an interactive page (bench/inference.py). Packing
+the small batch sizes of an interactive page (python -m bench.inference). Packing
 costs a copy, so the packed weight is cached and rebuilt only when the weight
 changes (its version counter moves) or moves device. Training, autograd, other
 dtypes and other devices take the ordinary path, so nothing else changes.

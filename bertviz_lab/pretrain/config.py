@@ -24,7 +24,7 @@ class TrainConfig:
     corpus: str = "builtin"  # "builtin" or a path to a UTF-8 .txt file
     vocab_size: int = 4000  # WordPiece size when training on a user's text
     # The defaults are the classroom preset: on 2 CPU cores the held-out MLM loss halves
-    # in well under a minute (bench/learning_speed.py), so a class sees learning live.
+    # in well under a minute (python -m bench.learning_speed), so a class sees learning live.
     steps: int = 1500
     batch_size: int = 32
     seq_len: int = 64  # longest input in tokens; also the model's max_position_embeddings

@@ -139,8 +139,6 @@ class Trainer:
         self.stop_requested = False
         self.corpus = build_corpus(cfg, self.run_dir if self.rank == 0 else None)
         self.tokenizer = self.corpus.tokenizer
-        # Chosen before seeding: on CPU the choice may time a random matmul on the global RNG
-        # (once per process), which would give a process's first run other dropout masks.
         self.amp_dtype = autocast_dtype(cfg.precision, self.device)
         torch.manual_seed(cfg.seed)
         model_cfg = model_config or cfg.model_config(self.tokenizer.vocab_size)
