@@ -46,7 +46,7 @@ def add_train_parser(sub) -> None:
     """One flag per TrainConfig field, so the CLI, the app and the API share one set of settings."""
     from dataclasses import fields
 
-    from bertviz_lab.pretrain.config import TrainConfig
+    from bertviz_lab.pretrain.config import RANDOM_TOKENS, TrainConfig
 
     train = sub.add_parser("train", help="pretrain a BERT (MLM + NSP); works under torchrun too")
     train.add_argument("--run-dir", required=True, help="folder for config, metrics, status, checkpoints")
@@ -57,6 +57,11 @@ def add_train_parser(sub) -> None:
         if f.name == "nsp":
             train.add_argument("--no-nsp", dest="nsp", action="store_false", help="MLM only (no NSP head)")
             train.add_argument("--nsp", dest="nsp", action="store_true", help=argparse.SUPPRESS)
+            continue
+        if f.name == "random_tokens":
+            train.add_argument(flag, choices=RANDOM_TOKENS, default=default,
+                               help="where the 10%% random tokens come from: vocabulary = the whole vocabulary, "
+                                    f"as BERT; wordpieces = never a special token (default: {default})")
             continue
         kind = {int: int, float: float, str: str}.get(type(default), int)
         train.add_argument(flag, type=kind, default=default, help=f"default: {default}")

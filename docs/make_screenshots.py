@@ -1,10 +1,12 @@
 """Regenerate the README screenshots: start the app, open each page in headless Chromium, save docs/*.png.
 
-    .venv/bin/python -m docs.make_screenshots      (from the repository root)
+    .venv/bin/python -m docs.make_screenshots                          (from the repository root)
+    .venv/bin/python -m docs.make_screenshots attention attention_layer   (only these pictures)
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from tests.browser.harness import (
@@ -18,11 +20,18 @@ from tests.browser.harness import (
 DOCS = Path(__file__).resolve().parent
 PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("losses", "losses"),
          ("worked", "worked")]
+# Close-ups of one section of a page: (file name, page path, the section's subheader). The section
+# runs from its subheader to the last chart on the page, so it must be the page's last section.
+SECTIONS = [("attention_layer", "attention", "After attention: the rest of the layer for this query")]
+MAIN = '[data-testid="stMainBlockContainer"]'
 
 
-def main() -> None:
+def main(only: list[str] | None = None) -> None:
+    """Every picture, or only those named in `only` (file names without .png)."""
     with streamlit_server() as url, browser_page(width=1400, height=1700) as page:
         for name, path in PAGES:
+            if only and name not in only:
+                continue
             open_page(page, url, path)
             if name == "losses":  # the stepper starts at step 1; show every step for the picture
                 page.get_by_text("Show all steps").click()
@@ -31,7 +40,25 @@ def main() -> None:
                 page.wait_for_selector(CHART, timeout=30_000)
             page.screenshot(path=str(DOCS / f"{name}.png"), full_page=True)
             print("wrote", DOCS / f"{name}.png")
+        for name, path, heading in SECTIONS:
+            if only and name not in only:
+                continue
+            open_page(page, url, path)
+            section(page, heading, DOCS / f"{name}.png")
+            print("wrote", DOCS / f"{name}.png")
+
+
+def section(page, heading: str, path: Path, pad: int = 16) -> None:
+    """Scroll `heading` to the top and save the strip from it down to the page's last chart."""
+    title = page.get_by_role("heading", name=heading)
+    title.evaluate("e => e.scrollIntoView({block: 'start'})")  # the app scrolls inside its main container
+    page.wait_for_selector(CHART, timeout=30_000)
+    page.wait_for_timeout(500)
+    top, main = title.bounding_box(), page.locator(MAIN).bounding_box()
+    last = page.locator('[data-testid="stPlotlyChart"]').last.bounding_box()
+    y0, y1 = max(top["y"] - pad, 0), last["y"] + last["height"] + pad
+    page.screenshot(path=str(path), clip=dict(x=main["x"], y=y0, width=main["width"], height=y1 - y0))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

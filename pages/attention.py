@@ -1,5 +1,5 @@
 """Attention explorer: every head's weights, the grid of all heads, heads switched off,
-and one query's softmax worked out step by step, all from one traced forward pass."""
+one query's softmax worked out step by step, and the rest of its layer, all from one traced forward pass."""
 
 import pandas as pd
 import streamlit as st
@@ -7,7 +7,7 @@ import streamlit as st
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
 from bertviz_lab.ui import state
-from bertviz_lab.ui.attention import Forward, explore, predictions
+from bertviz_lab.ui.attention import WEIGHT_FORMAT, Forward, explore, predictions, rest_of_layer
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.state import Attention as K  # this page's session-state keys
 from bertviz_lab.ui.tables import numbers, table_height
@@ -47,7 +47,8 @@ if hide or block != "all":
     st.caption("Rows no longer sum to 1: the hidden columns keep their share of each row's weight "
                "(nothing is renormalised).")
 else:
-    st.caption("Each row is one query's softmax over all keys and sums to 1. Hover a cell for the exact weight.")
+    st.caption("Each row is one query's softmax over all keys and sums to 1. Hover a cell for its weight to "
+               f"{figs.WEIGHT_DIGITS} significant digits.")
 if forward.off:
     st.caption(f"Shown with {len(forward.off)} head(s) switched off: {', '.join(forward.off)}. "
                "Layers above them change too.")
@@ -84,7 +85,7 @@ tau = cols[1].slider("What-if attention temperature τ", 0.1, 5.0, K.TAU.default
 st.caption(f"Layer {layer}, head {head}" + (" (the head picker above; steps are per head)." if mean else "."))
 steps = av.softmax_steps(view, layer, head, query, tau)
 st.dataframe(steps, hide_index=True, height=table_height(steps), column_config=numbers(
-    steps, **{av.MASK: "%.0f", av.EXP: "%.6f", av.SUM: "%.6f", av.WEIGHT: "%.6f", av.MODEL_WEIGHT: "%.6f"}))
+    steps, **{av.MASK: "%.0f", **dict.fromkeys((av.EXP, av.SUM, av.WEIGHT, av.MODEL_WEIGHT), WEIGHT_FORMAT)}))
 st.caption("exp is taken of x − max(x): the shift cancels in exp ÷ Σ and keeps exp from overflowing. A mask of "
            "−1e9 makes exp exactly 0; with one unpadded input every key is visible, so the mask adds 0.")
 if tau != 1.0:
@@ -99,7 +100,7 @@ if tau != 1.0:
 
 st.markdown("**The context vector is the weighted sum of the value vectors**")
 ctx = av.context_steps(view, layer, head, query)
-st.dataframe(ctx.table, height=table_height(ctx.table), column_config=numbers(ctx.table, weight="%.6f"))
+st.dataframe(ctx.table, height=table_height(ctx.table), column_config=numbers(ctx.table, weight=WEIGHT_FORMAT))
 if ctx.head_on:
     st.caption(f"The last row is Σ weight × v over the rows above; it equals the context the model computed to "
                f"within {ctx.max_difference:.1e}.")
@@ -113,4 +114,8 @@ other = st.selectbox("Key token", tokens, index=av.strongest_key(view, layer, he
 dot = av.dot_product(view, layer, head, query, other)
 pair_title = f"q of {view.axis_labels[query]}, k of {view.axis_labels[other]}; below, q × k (it sums to q·k)"
 chart(figs.vector_bars(dot.table, pair_title, height=520, lower=["q × k"]), f"q_k_L{layer}_H{head}")
-st.text(f"q·k = Σ q × k = {dot.dot:.4f}   ÷ √{view.head_dim} = {dot.sqrt_d:g}   →   score {dot.score:.4f}")
+st.text(f"q·k = Σ q × k = {dot.dot:.4f}   ÷ {av.sqrt_head_dim(view.head_dim)}   →   score {dot.score:.4f}")
+
+# --- The rest of the layer ------------------------------------------------------------
+st.subheader("After attention: the rest of the layer for this query")
+rest_of_layer(forward, ckpt, encoding, layer, query)

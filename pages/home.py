@@ -2,7 +2,9 @@
 
 import streamlit as st
 
+from bertviz_lab.bert.config import ACTIVATIONS
 from bertviz_lab.ui.models import active_model
+from bertviz_lab.views import sizes
 
 st.title("bertviz_lab")
 st.markdown(
@@ -29,6 +31,14 @@ if held:
     if "nsp_acc" in held:
         facts.append(f"next-sentence accuracy {held['nsp_acc']:.0%}")
 st.caption(" · ".join(facts))
+st.caption(f"Feed-forward activation: {ACTIVATIONS[cfg.hidden_act]}.")
+with st.expander("How big is it next to the BERT family?"):
+    active = sizes.Shape(f"active: {ckpt.path.name}", cfg.num_hidden_layers, cfg.hidden_size,
+                         cfg.num_attention_heads, cfg.intermediate_size, cfg.vocab_size,
+                         cfg.max_position_embeddings, cfg.type_vocab_size, "this lab")
+    st.dataframe(sizes.family_table(active), hide_index=True)
+    st.caption("Parameters are computed from each shape: embeddings, every encoder layer and the pooler, without "
+               "the pretraining heads. " + sizes.SEED001_CORRECTION)
 
 st.subheader("Where to start")
 LINKS = [

@@ -6,18 +6,20 @@ import streamlit as st
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import losses as figs
 from bertviz_lab.ui import state
-from bertviz_lab.ui.losses import F4, STEPS, before_after, reroll, stepper
+from bertviz_lab.ui.losses import F4, FREQUENCY_COLUMNS, STEPS, before_after, reroll, stepper
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.state import Losses as K  # this page's session-state keys
 from bertviz_lab.ui.widgets import encode_or_stop, sentence_inputs
 from bertviz_lab.views import losses as lesson
+from bertviz_lab.views import masking_stats
 
 LEARNING_RATES = [1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0]
 SHARE_LABELS = ("→ [MASK]", "→ random token", "→ kept")
 
 st.title("Losses step by step")
-st.caption("One training example of BERT, every number computed live by the active model: pick 15% of the "
-           "tokens, corrupt them 80 / 10 / 10, predict them back, and add the next-sentence loss.")
+st.caption("One training example of BERT, every number computed live by the active model: pick each token "
+           "with probability 15%, corrupt the picked ones 80 / 10 / 10, predict them back, and add the "
+           "next-sentence loss.")
 ckpt = active_model()
 text_a, text_b = sentence_inputs(K.SENTENCES)
 encoding = encode_or_stop(ckpt, text_a, text_b)
@@ -28,10 +30,15 @@ cols[1].button("Re-roll", key=K.REROLL.name, on_click=reroll, icon=":material/ca
 rate = cols[2].number_input("Mask rate", value=K.RATE.default, step=0.05, format="%.2f", key=K.RATE.name)
 shares = [col.number_input(label, value=key.default, step=0.05, format="%.2f", key=key.name)
           for col, label, key in zip(cols[3:], SHARE_LABELS, K.SHARES)]
+source = st.radio("Random tokens come from", list(lesson.RANDOM_TOKENS), format_func=lesson.RANDOM_TOKENS.get,
+                  key=K.RANDOM_TOKENS.name, horizontal=True)
+st.caption(f"Active: {lesson.RANDOM_TOKENS[source]}. BERT draws its 10% random tokens from the whole vocabulary "
+           "(Google's create_pretraining_data.py and Hugging Face's DataCollatorForLanguageModeling alike), so "
+           "[CLS], [SEP], [PAD], [UNK] or [MASK] can be drawn.")
 try:
     lesson.check_split(*shares)
     walk = lesson.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=int(seed), mask_rate=rate,
-                              mask_prob=shares[0], random_prob=shares[1])
+                              mask_prob=shares[0], random_prob=shares[1], random_tokens=source)
 except InputError as exc:
     st.warning(f"Cannot run this example: {exc}")
     st.stop()
@@ -63,11 +70,16 @@ if stored and stored[0] == signature:
 
 with st.expander("Masking frequencies over many draws"):
     draws = st.number_input("Draws", 100, 20_000, K.DRAWS.default, 100, key=K.DRAWS.name)
-    freq = lesson.masking_frequencies(ckpt.tokenizer, encoding, draws=int(draws), seed=walk.seed,
-                                      rates=walk.rates)
+    freq = masking_stats.masking_frequencies(ckpt.tokenizer, encoding, draws=int(draws), seed=walk.seed,
+                                             rates=walk.rates)
     st.plotly_chart(figs.masking_frequency_chart(freq, f"{int(draws):,} draws of the masking rule on this input"),
                     theme=None, key="losses.freq")
-    st.dataframe(freq, hide_index=True, column_config={c: F4 for c in ("target", "bert", "expected", "empirical",
-                                                                          "std_error")})
+    st.dataframe(freq, hide_index=True, column_config={**{c: F4 for c in ("target", "bert", "expected", "empirical")},
+                                                       **FREQUENCY_COLUMNS})
+    st.caption("“SE (rule)” is the standard error the masking rule predicts for this many draws: for picked / "
+               "eligible from the distribution of the picks per draw (the at-least-one rule makes the picks of one "
+               "draw dependent), for the [MASK] / random / kept shares given how many were picked (they are shares "
+               "of the picked tokens). “SE (draws)” estimates the same from the spread of the draws themselves. The 95% interval is expected ± 1.96 × "
+               "SE (rule), and “inside” says whether the empirical share fell in it (it misses about 1 time in 20).")
     st.caption("“expected” for picked / eligible includes the at-least-one rule: on n eligible tokens it is "
                "rate + (1 − rate)ⁿ / n, a little above the rate on a short sentence.")

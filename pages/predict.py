@@ -18,8 +18,7 @@ MAX_DETAILED = 4  # masks drawn in full; with more, one is picked to inspect
 MAX_STEPS = 8  # left-to-right passes; the last one fills every mask still open
 COLUMNS = {"probability": st.column_config.ProgressColumn("probability", format="%.4f", min_value=0, max_value=1),
            "logit": number("%.3f", "logit")}
-ROW_COLUMNS = {"p (independent)": number("%.4f"), "p (left-to-right)": number("%.4f"),
-               "entropy (nats)": number("%.3f"), "probability": number("%.4f")}
+ROW_COLUMNS = {"p (independent)": number("%.4f"), "p (left-to-right)": number("%.4f"), "probability": number("%.4f")}
 
 st.title("Mask & predict")
 st.caption("BERT learned by guessing hidden words. Hide some — type [MASK] or click words below — "
@@ -44,11 +43,17 @@ temperature = middle.slider("Temperature of the output softmax", 0.1, 3.0, K.TEM
                             key=K.TEMPERATURE.name,
                             help="The logits are divided by it before the softmax: below 1 sharpens the "
                                  "probabilities, above 1 flattens them. The ranking never changes.")
-causal = right.toggle("Left context only (causal)", key=K.CAUSAL.name,
-                      help="Run the same model with a causal attention mask, as a GPT-style reader would.")
+causal = right.toggle("Left context only (causal ablation)", key=K.CAUSAL.name,
+                      help="Run this same bidirectional model with a causal attention mask: an ablation, not a "
+                           "left-to-right model.")
 if causal:
-    st.caption("Causal view: every token sees only itself and the words on its left, so the words after "
-               "a mask can no longer help guess it (this BERT was trained to read both ways).")
+    st.warning("Ablation, out of distribution: every token now sees only itself and the words on its left. This "
+               "BERT was trained to read both ways and never saw a causal mask, so these guesses show what it does "
+               "with its right context cut off, not what a left-to-right model (one trained that way, like GPT) "
+               "would predict.")
+if temperature != 1:
+    st.caption(f"At τ = {temperature:g} every probability and entropy below is of the tempered distribution "
+               f"softmax(logits / {temperature:g}), not the model's own (τ = 1). The ranking is the same.")
 
 try:
     report = predict.explore_masks(ckpt.model, ckpt.tokenizer, encoding, [clickable[w] for w in chosen],
@@ -57,6 +62,7 @@ except predict.NothingMasked:
     st.info("Nothing is hidden yet. Type [MASK] where a word should be guessed, or click words above to mask them.")
     st.stop()
 masks = report.independent.masks
+ROW_COLUMNS[report.entropy_column] = number("%.3f")
 
 st.caption("What BERT reads")
 st.code(report.masked_text, language=None, wrap_lines=True)
@@ -72,7 +78,8 @@ for i in shown:
     table, chart = st.columns(2)
     table.markdown(f"**Mask #{i + 1}** · token {mask.position}")
     table.dataframe(rows, hide_index=True, column_config=COLUMNS)
-    table.metric("Entropy (uncertainty)", f"{mask.entropy:.2f} nats",
+    table.metric("Entropy (uncertainty)" if temperature == 1 else f"Entropy of the tempered distribution "
+                 f"(τ = {temperature:g})", f"{mask.entropy:.2f} nats",
                  help=f"0 = certain; {report.max_entropy:.2f} = a uniform guess over the whole vocabulary.")
     chart.plotly_chart(prediction_bars(rows, f"Top-{top_k} for mask #{i + 1}"), key=f"predict.bars.{i}")
 
@@ -93,7 +100,8 @@ if report.iterative.at_once:
     st.caption(f"To stay fast, left-to-right stops after {MAX_STEPS - 1} single steps; step {MAX_STEPS} "
                f"filled the remaining {report.iterative.at_once} masks together.")
 st.dataframe(rows, hide_index=True, column_config=ROW_COLUMNS)
-st.plotly_chart(confidence_strip(rows, report.max_entropy, "How unsure is BERT? Entropy per mask"),
+st.plotly_chart(confidence_strip(rows, report.max_entropy, "How unsure is BERT? Entropy per mask"
+                                 + ("" if temperature == 1 else f" at τ = {temperature:g}"), report.entropy_column),
                 key="predict.entropy")
 with st.expander("Left-to-right, step by step"):
     st.dataframe(predict.step_rows(report.iterative), hide_index=True, column_config=ROW_COLUMNS)

@@ -1,5 +1,6 @@
 """The attention explorer's numbers agree with the model's own trace, step by step."""
 
+import re
 from dataclasses import replace
 from io import StringIO
 
@@ -12,6 +13,7 @@ from bertviz_lab.bert.attention import MASK_VALUE
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from bertviz_lab.errors import InputError
+from bertviz_lab.figures import attention as figs
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import inputs, predict
 
@@ -47,19 +49,57 @@ def test_explore_keeps_the_trace_and_every_row_sums_to_one(tiny_model, single):
     np.testing.assert_array_equal(view.scores[0], trace[0].scores[0].numpy())
     assert view.labels[0] == "0 [CLS]" and view.labels[-1] == f"{T - 1} [SEP]"
     assert view.heads_on.all() and not view.is_pair
+    hidden = inputs.run(tiny_model, encoding).hidden_states  # an untraced forward of its own
+    assert view.hidden.shape == (3, T, 32)
+    for layer, h in enumerate(hidden):
+        np.testing.assert_allclose(view.hidden[layer], h[0].numpy(), atol=1e-6)
 
 
 @pytest.mark.parametrize("layer, head, query", [(0, 0, 0), (1, 3, 9), (1, 2, 5)])
 def test_softmax_steps_reproduce_the_models_weights(single, layer, head, query):
     _, view = single
     steps = av.softmax_steps(view, layer, head, query)
-    assert list(steps.columns) == [av.KEY, av.DOT, av.SCALED, av.MASK, av.MASKED, av.EXP, av.SUM, av.WEIGHT]
+    scaled = "÷√d_head (√8 = 2.82843) = score"  # the tiny model: d_head = 32 / 4 = 8
+    assert list(steps.columns) == [av.KEY, av.DOT, scaled, av.MASK, av.MASKED, av.EXP, av.SUM, av.WEIGHT]
     assert list(steps[av.KEY]) == view.labels
     np.testing.assert_allclose(steps[av.WEIGHT], view.weights[layer, head, query], atol=1e-6, rtol=0)
-    np.testing.assert_array_equal(steps[av.SCALED], view.scores[layer, head, query].astype(np.float64))
-    np.testing.assert_allclose(steps[av.DOT] / np.sqrt(view.head_dim), steps[av.SCALED], atol=1e-5)
+    np.testing.assert_array_equal(steps[scaled], view.scores[layer, head, query].astype(np.float64))
+    np.testing.assert_allclose(steps[av.DOT] / np.sqrt(view.head_dim), steps[scaled], atol=1e-5)
     assert steps[av.EXP].max() == 1.0  # exp(max - max)
     np.testing.assert_allclose(steps[av.SUM], steps[av.EXP].sum())
+
+
+@pytest.mark.parametrize("head_dim, name", [(64, "÷√d_head (√64 = 8) = score"),
+                                            (8, "÷√d_head (√8 = 2.82843) = score"),
+                                            (96, "÷√d_head (√96 = 9.79796) = score")])
+def test_the_score_column_names_d_head_and_its_root(head_dim, name):
+    assert av.scaled_column(head_dim) == name  # BERT-base and the shipped model: 768 / 12 = 256 / 4 = 64
+    assert av.sqrt_head_dim(head_dim) in name
+
+
+def significant_digits(text: str) -> int:
+    """Significant digits a formatted number shows: '0.000123457' -> 6, '1.23e-05' -> 3."""
+    mantissa = text.lstrip("-").lower().split("e")[0].replace(".", "")
+    return len(mantissa.lstrip("0"))
+
+
+SMALL_WEIGHT = 0.000123456789  # a weight a learner may check by hand: %.4f would show 0.0001
+
+
+def test_hover_shows_a_weight_to_six_significant_digits(single):
+    _, view = single
+    weights = view.weights[0, 0]
+    figures = {"heatmap": figs.attention_heatmap(weights, view.axis_labels, view.axis_labels, "t"),
+               "grid": figs.attention_grid(view.weights, view.axis_labels, view.axis_labels),
+               "bars": figs.softmax_bars(pd.DataFrame({"weight": weights[0]}, index=view.axis_labels), "t")}
+    for name, fig in figures.items():
+        value = "z" if name != "bars" else "y"
+        for trace in fig.data:
+            spec = re.search(rf"%{{{value}:([^}}]*)}}", trace.hovertemplate)[1]  # d3-format, e.g. ".6g"
+            assert re.fullmatch(r"\.\d+~?[eg]", spec), (name, spec)  # types d3 and Python format alike
+            shown = format(SMALL_WEIGHT, spec.replace("~", ""))
+            assert significant_digits(shown) >= 6, (name, shown)
+    assert significant_digits(format(SMALL_WEIGHT, figs.WEIGHT_HOVER)) == figs.WEIGHT_DIGITS
 
 
 def test_a_masked_key_gets_exp_zero_and_weight_zero(single):

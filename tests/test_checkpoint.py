@@ -25,6 +25,12 @@ CONFIGS = {
     "gelu_new-3types": BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=3, num_attention_heads=8,
                                   intermediate_size=128, hidden_act="gelu_new", type_vocab_size=3,
                                   layer_norm_eps=1e-5, pad_token_id=0),
+    # Wide weights, so the FFN's inputs reach |x| ~ 2, where the tanh GELUs differ from erf by ~1e-4:
+    # computing the wrong one would fail these at atol 1e-5.
+    **{f"wide-{act}": BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                 intermediate_size=64, hidden_act=act, initializer_range=0.3,
+                                 max_position_embeddings=40)
+       for act in ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python")},
 }
 TOL = dict(atol=1e-5, rtol=0)
 

@@ -88,3 +88,14 @@ def test_bad_input_from_a_real_process_has_no_traceback(tiny_checkpoint):
         done = run_cli(*args)
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert done.stderr.startswith("error: model.safetensors is corrupt")
+
+
+def test_train_takes_random_tokens_and_building_the_parser_needs_no_torch():
+    from bertviz_lab.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["train", "--run-dir", "x"]).random_tokens == "vocabulary"  # as BERT
+    assert parse(["train", "--run-dir", "x", "--random-tokens", "wordpieces"]).random_tokens == "wordpieces"
+    script = "import sys; from bertviz_lab.cli import build_parser; build_parser(); sys.exit('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, "building the parser imported torch: --help would no longer be instant"

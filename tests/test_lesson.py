@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from bertviz_lab.bert import losses
+from bertviz_lab.bert import losses, masking
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.losses import masking_frequency_chart, neg_log_p_bars, topk_grid
 from bertviz_lab.views import losses as lesson
+from bertviz_lab.views import masking_stats
 
 A, B = "the cat sat on the mat .", "it was tired ."
 LONG = "the cat sat on the mat and the dog went to the bank because it was tired and did not cross the street ."
@@ -104,20 +108,56 @@ def test_optimizer_step_rejects_bad_settings(tiny_model, tiny_tokenizer, pair):
 
 
 def test_masking_frequencies_match_15_80_10_10(tiny_tokenizer):
-    table = lesson.masking_frequencies(tiny_tokenizer, tiny_tokenizer.encode(LONG), draws=20_000, seed=0)
-    assert table["quantity"].tolist() == list(lesson.FREQUENCY_ROWS)
+    table = masking_stats.masking_frequencies(tiny_tokenizer, tiny_tokenizer.encode(LONG), draws=20_000, seed=0)
+    assert table["quantity"].tolist() == list(masking_stats.FREQUENCY_ROWS)
     assert table["bert"].tolist() == [0.15, 0.8, 0.1, 0.1]
-    assert (abs(table["empirical"] - table["expected"]) < 4 * table["std_error"]).all()
+    assert (abs(table["empirical"] - table["expected"]) < 4 * table["se_rule"]).all()
     assert (abs(table["empirical"] - table["target"]) < 0.01).all()
     assert table["count"][1:].sum() == table["count"][0]  # every picked token got exactly one action
+    # The SE estimated from the draws agrees with the rule's at 20,000 draws.
+    assert table["se_draws"].to_numpy() == pytest.approx(table["se_rule"].to_numpy(), rel=0.1)
+    assert table["inside"].tolist() == list((table["low"] <= table["empirical"]) & (table["empirical"] <= table["high"]))
+    assert (table["high"] - table["expected"]).to_numpy() == pytest.approx(1.96 * table["se_rule"].to_numpy(), rel=1e-3)
 
 
 def test_masking_frequencies_follow_other_rates_and_the_at_least_one_rule(tiny_tokenizer):
     short = tiny_tokenizer.encode("the cat")  # 2 eligible tokens: the rescue rule shows
-    table = lesson.masking_frequencies(tiny_tokenizer, short.ids, draws=20_000, seed=1, rates=(0.1, 0.5, 0.3))
+    table = masking_stats.masking_frequencies(tiny_tokenizer, short.ids, draws=20_000, seed=1, rates=(0.1, 0.5, 0.3))
     assert table["expected"][0] == pytest.approx(0.1 + 0.9 ** 2 / 2)
-    assert (abs(table["empirical"] - table["expected"]) < 4 * table["std_error"]).all()
+    assert (abs(table["empirical"] - table["expected"]) < 4 * table["se_rule"]).all()
     assert table["target"].tolist() == pytest.approx([0.1, 0.5, 0.3, 0.2])
+
+
+def test_the_rules_standard_error_is_the_spread_over_repeated_seeds(tiny_tokenizer):
+    """200 repetitions of 300 draws: the SD of each empirical share is what se_rule says (within 15%).
+
+    The old SE of the picked share, sqrt(p(1 − p) / (n·D)), treated the n picks of a draw as
+    independent; on 3 eligible tokens it is about three times too wide and fails the same check.
+    """
+    encoding, draws = tiny_tokenizer.encode("the cat sat"), 300
+    tables = [masking_stats.masking_frequencies(tiny_tokenizer, encoding, draws=draws, seed=s) for s in range(200)]
+    empirical = np.array([t["empirical"].to_numpy() for t in tables])  # (200, 4)
+    spread = empirical.std(axis=0, ddof=1)  # (4,) the SE measured by repetition
+    for column in ("se_rule", "se_draws"):
+        predicted = np.array([t[column].to_numpy() for t in tables]).mean(axis=0)
+        assert predicted / spread == pytest.approx(np.ones(4), abs=0.15), column
+    n, p = tables[0]["out_of"][0] // draws, tables[0]["expected"][0]
+    old = math.sqrt(p * (1 - p) / (n * draws))
+    assert not 0.85 < old / spread[0] < 1.15 and old / spread[0] > 2
+    inside = np.array([t["inside"].to_numpy() for t in tables]).mean(axis=0)
+    assert (inside > 0.88).all() and (inside < 0.99).all()  # a 95% interval misses about 1 time in 20
+
+
+def test_picked_share_se_uses_the_variance_of_the_picks_per_draw(tiny_tokenizer):
+    encoding = tiny_tokenizer.encode("the cat sat on the mat .", "it was tired .")  # 11 eligible tokens
+    table = masking_stats.masking_frequencies(tiny_tokenizer, encoding, draws=500, seed=0)
+    n = 11
+    assert table["out_of"][0] == n * 500
+    assert table["expected"][0] == pytest.approx((11 * 0.15 + 0.85 ** 11) / 11)
+    variance = 11 * 0.15 * 0.85 + (11 * 0.15) ** 2 + 0.85 ** 11 - (11 * 0.15 + 0.85 ** 11) ** 2
+    assert table["se_rule"][0] == pytest.approx(math.sqrt(variance / 500) / n)
+    picked = table["count"][0]
+    assert table["se_rule"][1] == pytest.approx(math.sqrt(0.8 * 0.2 / picked))
 
 
 @pytest.mark.parametrize("rates, field", [
@@ -128,7 +168,7 @@ def test_invalid_rates_raise_naming_the_field(tiny_model, tiny_tokenizer, pair, 
     with pytest.raises(InputError, match=field):
         walk(tiny_model, tiny_tokenizer, pair, **rates)
     with pytest.raises(InputError, match=field):
-        lesson.masking_frequencies(tiny_tokenizer, pair, draws=10, rates=(
+        masking_stats.masking_frequencies(tiny_tokenizer, pair, draws=10, rates=(
             rates.get("mask_rate", 0.15), rates.get("mask_prob", 0.8), rates.get("random_prob", 0.1)))
 
 
@@ -170,6 +210,28 @@ def test_only_special_tokens_are_refused_and_a_typed_cls_in_a_is_kept(tiny_model
     assert w.nsp_random.tokens[:3] == ["[CLS]", "[CLS]", "[SEP]"] and w.positions
 
 
+def test_the_walkthrough_names_what_cannot_be_picked_and_expects_the_rules_mean(tiny_model, tiny_tokenizer, pair):
+    w = walk(tiny_model, tiny_tokenizer, pair)
+    assert w.excluded == {"[CLS]": [0], "[SEP]": [8, 13]}
+    assert sum(w.eligible) == 11
+    assert w.expected_picks == pytest.approx(11 * 0.15 + 0.85 ** 11)  # 1.817, not 11 × 0.15 = 1.65
+    typed = walk(tiny_model, tiny_tokenizer, tiny_tokenizer.encode("the [MASK] zzz sat ."))  # zzz: [UNK]
+    assert typed.excluded == {"[CLS]": [0], "[MASK]": [2], "[UNK]": [3], "[SEP]": [6]}
+    assert typed.expected_picks == pytest.approx(masking.expected_picks(3, 0.15))
+    assert list(w.special_tokens) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def test_the_walkthrough_records_where_random_tokens_come_from(tiny_model, tiny_tokenizer, pair):
+    w = walk(tiny_model, tiny_tokenizer, pair, mask_rate=0.9, mask_prob=0.0, random_prob=1.0)
+    assert w.random_tokens == "vocabulary" and all(p.action == "random" for p in w.picked)
+    pieces = walk(tiny_model, tiny_tokenizer, pair, mask_rate=0.9, mask_prob=0.0, random_prob=1.0,
+                  random_tokens="wordpieces")
+    assert pieces.random_tokens == "wordpieces" and pieces.positions == w.positions
+    assert not {p.fed for p in pieces.picked} & set(pieces.special_tokens)
+    with pytest.raises(InputError, match="random_tokens"):
+        walk(tiny_model, tiny_tokenizer, pair, random_tokens="special")
+
+
 def test_figures_show_the_numbers(tiny_model, tiny_tokenizer, pair):
     w = walk(tiny_model, tiny_tokenizer, pair, seed=0, mask_rate=0.5)
     panels = lesson.topk_panels(w)
@@ -181,9 +243,12 @@ def test_figures_show_the_numbers(tiny_model, tiny_tokenizer, pair):
         assert bar.x[red.index(True)] == pytest.approx(m.p_true)
     nll = neg_log_p_bars([str(p) for p in w.positions], [m.neg_log_p for m in w.mlm.predictions], w.mlm.loss_mean)
     assert nll.layout.shapes[0].y0 == pytest.approx(w.mlm.loss_mean)
-    freq = masking_frequency_chart(lesson.masking_frequencies(tiny_tokenizer, pair, draws=100))
+    table = masking_stats.masking_frequencies(tiny_tokenizer, pair, draws=100)
+    freq = masking_frequency_chart(table)
     assert [t.name for t in freq.data] == ["empirical", "target (your rates)", "BERT: 15 / 80 / 10 / 10"]
     assert list(freq.data[2].y) == [0.15, 0.8, 0.1, 0.1]
+    # Error bars: the rule's 95% interval, 1.96 standard errors.
+    assert list(freq.data[0].error_y.array) == pytest.approx(list(1.96 * table["se_rule"]), rel=1e-3)
 
 
 def test_html_in_tokens_stays_text():

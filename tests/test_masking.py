@@ -1,4 +1,5 @@
-"""BERT's 15% / 80-10-10 masking rule: rates, invariants, seeding and validation."""
+"""BERT's 15% / 80-10-10 masking rule: rates, invariants, seeding, where random tokens come from,
+the expected number of picks, and validation."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from bertviz_lab.bert.masking import (
     ACTION_NAMES,
     ACTION_NONE,
     ACTION_RANDOM,
+    RANDOM_TOKENS,
     MaskingResult,
+    expected_picks,
     mask_tokens,
+    picks_variance,
 )
 from bertviz_lab.errors import InputError
 
@@ -87,7 +91,6 @@ def test_corrupted_ids_follow_actions(big):
     assert torch.equal(out[actions == ACTION_KEEP], ids[actions == ACTION_KEEP])
     assert torch.equal(out[actions == ACTION_NONE], ids[actions == ACTION_NONE])
     random_tokens = out[actions == ACTION_RANDOM]
-    assert not torch.isin(random_tokens, torch.tensor(SPECIALS)).any()
     assert ((random_tokens >= 0) & (random_tokens < VOCAB)).all()
     # Replacements are drawn from the vocabulary, not copied: most differ from the original.
     assert (random_tokens != ids[actions == ACTION_RANDOM]).float().mean() > 0.95
@@ -167,7 +170,7 @@ def _word_batch(rows: int = 300, words: int = 40, seed: int = 3):
 
 def test_whole_word_pieces_share_selection_and_action():
     ids, word_ids, attention = _word_batch()
-    result = _mask(ids, attention_mask=attention, word_ids=word_ids)
+    result = _mask(ids, attention_mask=attention, word_ids=word_ids, random_tokens="wordpieces")
     # Pieces of one word have the same token id here, and distinct words distinct ids per row.
     same_word = (ids[:, 1:] == ids[:, :-1]) & (word_ids[:, 1:] >= 0)  # (B, T-1)
     assert same_word.sum() > 1000
@@ -189,6 +192,93 @@ def test_whole_word_numbering_restart_is_two_words():
     a, b = result.selected[:, 1], result.selected[:, 4]
     assert torch.equal(a, result.selected[:, 2]) and torch.equal(b, result.selected[:, 5])
     assert (a & ~b).any() and (b & ~a).any()
+
+
+# --- Where the random tokens come from ------------------------------------------------------------
+def _tiny_vocab_draw(random_tokens: str, seed: int = 5):
+    """4,000 rows of 10 ordinary ids from a 12-token vocabulary (5 of them special), masked at rate 0.5."""
+    ids = torch.randint(len(SPECIALS), 12, (4000, 10), generator=torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(seed)
+    result = mask_tokens(ids, special_ids=SPECIALS, vocab_size=12, mask_id=MASK, generator=generator,
+                         mask_rate=0.5, random_tokens=random_tokens)
+    return result, generator
+
+
+def test_vocabulary_draws_random_tokens_from_every_id_special_ones_included():
+    result, _ = _tiny_vocab_draw("vocabulary")
+    drawn = result.input_ids[result.actions == ACTION_RANDOM]
+    assert len(drawn) > 1500
+    assert set(drawn.tolist()) == set(range(12))  # as BERT: [PAD], [CLS], [MASK] ... come up too
+    special_share = torch.isin(drawn, torch.tensor(SPECIALS)).float().mean().item()
+    assert special_share == pytest.approx(5 / 12, abs=0.04)
+    assert "as in BERT" in RANDOM_TOKENS["vocabulary"]
+
+
+def test_wordpieces_never_draw_a_special_token_and_only_the_replacements_differ():
+    words, g_words = _tiny_vocab_draw("wordpieces")
+    vocab, g_vocab = _tiny_vocab_draw("vocabulary")
+    drawn = words.input_ids[words.actions == ACTION_RANDOM]
+    assert set(drawn.tolist()) == set(range(len(SPECIALS), 12))
+    # The same seed picks the same positions with the same actions under either option...
+    assert torch.equal(words.labels, vocab.labels) and torch.equal(words.actions, vocab.actions)
+    assert torch.equal(words.input_ids[words.actions != ACTION_RANDOM], vocab.input_ids[vocab.actions != ACTION_RANDOM])
+    # ...and consumes the same stream of the generator.
+    assert torch.equal(g_words.get_state(), g_vocab.get_state())
+
+
+def test_the_draws_taken_from_the_generator_do_not_depend_on_the_data():
+    ids, attention = _batch(rows=16, length=32)
+    states = []
+    for data, mask in ((ids, attention), (torch.full_like(ids, SEP), None), (ids.flip(1), attention.flip(1))):
+        generator = torch.Generator().manual_seed(3)
+        mask_tokens(data, special_ids=SPECIALS, vocab_size=VOCAB, mask_id=MASK, generator=generator,
+                    attention_mask=mask)
+        states.append(generator.get_state())
+    assert all(torch.equal(states[0], s) for s in states[1:])
+
+
+@pytest.mark.parametrize("value", ["everything", "Vocabulary", None, ["vocabulary"]])
+def test_bad_random_tokens(value):
+    with pytest.raises(InputError, match="random_tokens must be one of 'vocabulary', 'wordpieces'"):
+        _mask(torch.tensor([[CLS, 10, SEP]]), random_tokens=value)
+
+
+# --- The expected number of picks ---------------------------------------------------------------
+def test_expected_picks_is_the_closed_form_not_n_times_the_rate():
+    assert expected_picks(13, 0.15) == pytest.approx(13 * 0.15 + 0.85 ** 13) == pytest.approx(2.0709055, abs=1e-7)
+    assert expected_picks(13, 0.15) != pytest.approx(1.95, abs=0.1)  # the at-least-one rule adds 0.12
+    assert expected_picks(1, 0.15) == 1.0 and expected_picks(0, 0.15) == 0.0
+    mean = 13 * 0.15
+    assert picks_variance(13, 0.15) == pytest.approx(mean * 0.85 + mean ** 2 + 0.85 ** 13 - expected_picks(13, 0.15) ** 2)
+    assert picks_variance(1, 0.15) == pytest.approx(0.0, abs=1e-12)  # one token: always exactly one pick
+    # Whole words: sizes 2, 1, 3 -> 0.2·6 + 0.8³·6/3
+    assert expected_picks([2, 1, 3], 0.2) == pytest.approx(0.2 * 6 + 0.8 ** 3 * 2)
+    assert expected_picks([1] * 13, 0.15) == expected_picks(13, 0.15)
+
+
+@pytest.mark.parametrize("units, word_ids", [
+    (13, None),
+    ([2, 1, 3, 1], [-1, 0, 0, 1, 2, 2, 2, 3, -1]),
+])
+def test_expected_picks_and_variance_match_many_draws_of_the_rule(units, word_ids):
+    draws = 40_000
+    length = 15 if word_ids is None else len(word_ids)
+    ids = torch.arange(100, 100 + length).expand(draws, length).clone()
+    ids[:, 0], ids[:, -1] = CLS, SEP
+    words = None if word_ids is None else torch.tensor(word_ids).expand(draws, -1)
+    picks = _mask(ids, seed=11, word_ids=words).selected.sum(dim=1).double()  # (D,)
+    mean, variance = expected_picks(units, 0.15), picks_variance(units, 0.15)
+    assert abs(picks.mean().item() - mean) < 4 * (variance / draws) ** 0.5
+    assert picks.var().item() == pytest.approx(variance, rel=0.05)
+
+
+@pytest.mark.parametrize("units, rate, field", [
+    (-1, 0.15, "units"), ([1, 0], 0.15, "units"), ("13", 0.15, "units"), (True, 0.15, "units"),
+    (13, 0.0, "mask_rate"), (13, 1.0, "mask_rate"), (13, "0.15", "mask_rate"),
+])
+def test_expected_picks_rejects_what_cannot_be_counted(units, rate, field):
+    with pytest.raises(InputError, match=field):
+        expected_picks(units, rate)
 
 
 @pytest.mark.parametrize("rate", [0, 1, -0.1, 1.5])

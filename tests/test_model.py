@@ -197,3 +197,30 @@ def test_inference_fast_path_matches_the_autograd_path(tiny_model):
     torch.testing.assert_close(no_grad.mlm_logits, with_grad.mlm_logits.detach(), atol=1e-5, rtol=0)
     torch.testing.assert_close(no_grad.nsp_logits, with_grad.nsp_logits.detach(), atol=1e-5, rtol=0)
     assert not torch.allclose(changed.nsp_logits, no_grad.nsp_logits)
+
+
+def test_every_activation_is_the_one_transformers_computes_under_that_name():
+    from transformers.activations import ACT2FN
+
+    from bertviz_lab.bert.config import ACTIVATIONS
+    from bertviz_lab.bert.model import ACT_FNS
+
+    assert set(ACT_FNS) == set(ACTIVATIONS)
+    x = torch.linspace(-6, 6, 2001, dtype=torch.float64)
+    for name, fn in ACT_FNS.items():
+        torch.testing.assert_close(fn(x), ACT2FN[name](x), atol=1e-12, rtol=0, msg=name)
+    erf, tanh = ACT_FNS["gelu"](x), ACT_FNS["gelu_new"](x)
+    assert (erf - tanh).abs().max() > 1e-4  # the two GELUs differ enough for parity tests to tell them apart
+    assert "erf" in ACTIVATIONS["gelu"] and "tanh" in ACTIVATIONS["gelu_fast"]
+
+
+def test_wide_model_ffn_inputs_reach_where_the_gelus_differ():
+    """The wide-* parity configs in test_checkpoint.py only tell the GELUs apart if the FFN sees |x| > 1."""
+    cfg = BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, initializer_range=0.3, max_position_embeddings=40)
+    torch.manual_seed(0)
+    model = BertForPreTraining(cfg).eval()
+    seen = []
+    model.bert.encoder.layer[0].intermediate.dense.register_forward_hook(lambda m, i, o: seen.append(o))
+    model(torch.randint(5, 120, (1, 12)))
+    assert seen[0].abs().max() > 1.5

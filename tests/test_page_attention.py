@@ -3,6 +3,7 @@ checked against the shipped model's own attention weights."""
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +15,15 @@ from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.figures import token_labels
 from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
+from bertviz_lab.views import attention as av
 from bertviz_lab.views import inputs
+from bertviz_lab.views import layer as lv
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention.py")
 DEFAULT = "the animal did not cross the street because it was too tired ."
 COL_WEIGHT, COL_MODEL = "weight = exp ÷ Σ", "model weight"
+COL_SCORE = "÷√d_head (√64 = 8) = score"  # the shipped model: d_head = 256 / 4 heads = 64
+SMALL_WEIGHT = 0.000123456789  # %.6f would show 0.000123: 3 significant digits
 
 
 def page(text: str | None = None) -> AppTest:
@@ -58,6 +63,42 @@ def heatmap(at: AppTest) -> dict:
 
 def steps_table(at: AppTest):
     return next(df.value for df in at.dataframe if COL_WEIGHT in df.value.columns)
+
+
+def layer_table(at: AppTest):
+    return next(df.value for df in at.dataframe if lv.STEP in df.value.columns)
+
+
+def shipped_hidden(text_a: str, layer: int, token: int, off: list[str] = ()) -> np.ndarray:
+    """The layer's output for one token, from a forward run here (heads `off` switched off)."""
+    ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
+    encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text_a)
+    mask = av.head_mask(list(off), ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads)
+    return inputs.run(ckpt.model, encoding, head_mask=mask).hidden_states[layer + 1][0, token].numpy()
+
+
+def sprintf_js(fmt: str, x: float) -> str:
+    """What a NumberColumn shows: Streamlit hands its format to sprintf-js, where %.Ng is
+    String(Number(x.toPrecision(N))), %.Nf is x.toFixed(N) and %.Ne is x.toExponential(N)."""
+    match = re.fullmatch(r"%\.(\d+)([efg])", fmt)
+    assert match, f"a format this test cannot read: {fmt}"
+    digits, kind = int(match[1]), match[2]
+    if kind != "g":
+        return f"{x:.{digits}{kind}}"
+    shortest = repr(float(f"{x:.{digits - 1}e}"))  # JS's String(Number) is also the shortest round trip,
+    return shortest.removesuffix(".0")  # but writes a whole number without ".0"
+
+
+def significant_digits(text: str) -> int:
+    """'0.000123457' -> 6, '0.000123' -> 3, '1.23457e-05' -> 6."""
+    return len(text.lstrip("-").lower().split("e")[0].replace(".", "").lstrip("0"))
+
+
+def column_formats(at: AppTest, column: str) -> dict:
+    """{column: format} of the dataframe that has `column`, as the page configured it."""
+    element = next(df for df in at.dataframe if column in df.value.columns)
+    configs = json.loads(element.proto.columns)  # also holds e.g. the hidden index, without a format
+    return {name: config["type_config"]["format"] for name, config in configs.items() if "type_config" in config}
 
 
 def markdown_text(at: AppTest) -> str:
@@ -158,7 +199,7 @@ def test_switching_heads_off_changes_predictions_and_marks_the_grid():
 
 def test_grid_draws_every_head_only_when_open():
     at = page()
-    assert len(figures(at)) == 4 and all("All layers" not in str(f["layout"].get("title")) for f in figures(at))
+    assert len(figures(at)) == 5 and all("All layers" not in str(f["layout"].get("title")) for f in figures(at))
     at.session_state["attn.grid"] = True
     at.toggle(key="attn.hide").set_value(True).run()
     grid = titled(at, "All layers")
@@ -262,6 +303,9 @@ def test_a_model_without_mlm_head_says_so(tmp_path, tiny_config, tiny_tokenizer)
     assert len(at.button_group(key="attn.layer").options) == 2
     assert at.button_group(key="attn.layer").value == 0 and at.multiselect(key="attn.off").value == []
     assert at.selectbox(key="attn.query").value < 9
+    assert "÷√d_head (√8 = 2.82843) = score" in steps_table(at).columns  # d_head = 32 / 4 = 8
+    assert "÷ √d_head (√8 = 2.82843)" in at.text[0].value
+    assert layer_table(at)[lv.SIZE].tolist()[4:6] == ["d = 32", "d_ff = 64"]
 
 
 def test_a_shorter_sentence_forgets_a_query_it_no_longer_has():
@@ -271,3 +315,59 @@ def test_a_shorter_sentence_forgets_a_query_it_no_longer_has():
     assert not at.exception
     assert at.selectbox(key="attn.query").value == 1
     assert len(steps_table(at)) == 6
+
+
+def test_weights_show_six_significant_digits_on_hover_and_in_the_tables():
+    at = page()
+    at.slider(key="attn.tau").set_value(0.5).run()  # adds the model-weight column
+    hover = heatmap(at)["hovertemplate"]
+    spec = re.search(r"%{z:([^}]*)}", hover)[1]  # d3-format
+    assert re.fullmatch(r"\.\d+~?[eg]", spec) and significant_digits(format(SMALL_WEIGHT, spec.replace("~", ""))) >= 6
+    assert "Hover a cell for its weight to 6 significant digits." in markdown_text(at)
+    steps = column_formats(at, COL_WEIGHT)
+    for column in ("exp(x − max)", "Σ exp", COL_WEIGHT, COL_MODEL):
+        assert significant_digits(sprintf_js(steps[column], SMALL_WEIGHT)) >= 6, (column, steps[column])
+        assert sprintf_js(steps[column], 0.5) == "0.5" and sprintf_js(steps[column], 1.0) == "1"
+    assert significant_digits(sprintf_js(column_formats(at, "v[0]")["weight"], SMALL_WEIGHT)) >= 6
+    assert sprintf_js("%.6f", SMALL_WEIGHT) == "0.000123"  # what the table showed before: 3 digits
+
+
+def test_the_score_column_and_the_qk_line_name_d_head():
+    at = page()
+    assert COL_SCORE in steps_table(at).columns and "÷√d = score" not in steps_table(at).columns
+    assert "÷ √d_head (√64 = 8)   →   score" in at.text[0].value
+
+
+def test_the_rest_of_the_layer_lands_on_the_models_hidden_state():
+    at = page()
+    assert not at.exception
+    text = markdown_text(at)
+    assert "After attention: the rest of the layer for this query" in text
+    assert "Post-LN, as in the original BERT: x = LayerNorm(x + Sublayer(x))" in text
+    assert "the activation is GELU, exact" in text
+    query = at.selectbox(key="attn.query").value
+    table = layer_table(at)
+    assert table[lv.STEP].iloc[0] == "input x" and table[lv.STEP].iloc[-1] == "LayerNorm → output"
+    assert table[lv.SIZE].iloc[5] == "d_ff = 1024" and table[lv.EQUATION].iloc[1] == "c = [head₀; …; head₃]"
+    np.testing.assert_allclose(table.iloc[-1, 4:].to_numpy(float), shipped_hidden(DEFAULT, 0, query)[:8], atol=1e-5)
+    within = re.search(r"hidden_states\[1\]\) to within ([0-9.e+-]+)\.", text)
+    assert within and float(within[1]) < 1e-5
+    concat = re.search(r"c equals the heads' contexts the model computed to within ([0-9.e+-]+),", text)
+    assert concat and float(concat[1]) < 1e-5
+    bars = titled(at, "Layer 0 · query")
+    assert bars["data"][0]["y"][-1] == "LayerNorm → output"
+    np.testing.assert_allclose(array(bars["data"][0]["x"]), table[lv.NORM], rtol=1e-6)
+
+
+def test_the_rest_of_the_layer_with_a_head_switched_off():
+    at = page()
+    at.button_group(key="attn.layer").set_value(2)
+    at.multiselect(key="attn.off").set_value(["L2 H1"])
+    at.selectbox(key="attn.query").set_value(3).run()
+    assert not at.exception
+    text = markdown_text(at)
+    assert "Switched off here: head 1, zeros in c." in text
+    out = layer_table(at).iloc[-1, 4:].to_numpy(float)
+    np.testing.assert_allclose(out, shipped_hidden(DEFAULT, 2, 3, ["L2 H1"])[:8], atol=1e-5)
+    assert not np.allclose(out, shipped_hidden(DEFAULT, 2, 3)[:8], atol=1e-5)  # the head mattered
+    assert float(re.search(r"hidden_states\[3\]\) to within ([0-9.e+-]+)\.", text)[1]) < 1e-5

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.views import inputs
+from bertviz_lab.views import inputs, masking_stats
 from bertviz_lab.views import losses as lesson
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,3 +151,43 @@ def test_a_one_word_sentence_still_has_a_masked_token():
     assert "picked 1: positions 1" in texts(at)
     assert any(lesson.NO_B_REASON in i.value for i in at.info)
     assert "Total loss = L_MLM" in metrics(at)
+
+
+def test_picking_step_names_every_excluded_token_and_the_exact_expected_count(shipped):
+    at = page()
+    at.button(key="losses.next").click().run()
+    assert steps(at) == ["Step 2 of 8 · Pick the positions to predict"]
+    shown, w = texts(at), engine(shipped, seed=0)
+    assert sum(w.eligible) == 13
+    assert "13 tokens can be picked. Never picked: the special tokens [PAD], [UNK], [CLS], [SEP], [MASK]" in shown
+    assert "(here: [CLS] at position 0; [SEP] at positions 8, 15)" in shown
+    # n·r + (1 − r)^n with the at-least-one rule, not n·r = 1.95
+    assert "Expected number of picks: n·r + (1 − r)^n = 13 × 0.15 + 0.85^13 = 2.07." in shown
+    assert "about 1.95" not in shown and "not [CLS] / [SEP]" not in shown
+    caption = " ".join(c.value for c in at.caption)
+    assert "skips only [CLS] and [SEP]" in caption and "no at-least-one rule" in caption
+
+
+def test_random_tokens_choice_is_said_and_used(shipped):
+    at = page()
+    assert at.radio(key="losses.random_tokens").value == "vocabulary"  # as BERT, by default
+    assert any("Active: the whole vocabulary, special tokens included (as in BERT)" in c.value for c in at.caption)
+    at.toggle(key="losses.all").set_value(True).run()
+    assert "Random tokens are drawn from the whole vocabulary" in texts(at)
+    at.radio(key="losses.random_tokens").set_value("wordpieces").run()
+    assert not at.exception
+    assert any("Active: word pieces only (never a special token)" in c.value for c in at.caption)
+    assert "Random tokens are drawn from word pieces only" in texts(at)
+
+
+def test_frequency_table_shows_both_standard_errors_and_the_interval(shipped):
+    at = page()
+    table = next(df.value for df in at.dataframe if "se_rule" in df.value.columns)
+    encoding = inputs.encode(shipped.tokenizer, shipped.model, "the cat sat on the mat .", "it was a warm afternoon .")
+    expected = masking_stats.masking_frequencies(shipped.tokenizer, encoding, draws=2000, seed=0)
+    assert {"se_rule", "se_draws", "low", "high", "inside"} <= set(table.columns) and "std_error" not in table
+    assert table["se_rule"].tolist() == pytest.approx(expected["se_rule"].tolist())
+    assert table["inside"].tolist() == expected["inside"].tolist()
+    caption = " ".join(c.value for c in at.caption)
+    assert "“SE (rule)” is the standard error the masking rule predicts" in caption
+    assert "“SE (draws)” estimates the same from the spread of the draws themselves" in caption

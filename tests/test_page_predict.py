@@ -32,6 +32,11 @@ def candidates(at: AppTest, index: int = 0) -> list[str]:
     return at.dataframe[index].value["token"].tolist()
 
 
+def frame_with(at: AppTest, column: str):
+    """The first table holding `column`."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
 def codes(at: AppTest) -> list[str]:
     return [c.value for c in at.code]
 
@@ -110,7 +115,25 @@ def test_causal_toggle_hides_the_right_context_and_says_so():
     assert candidates(at)[0] == "natural"
     at.toggle(key="predict.causal").set_value(True).run()
     assert not at.exception and candidates(at)[0] != "natural"
-    assert any("words on its left" in c.value for c in at.caption)
+    warning = next(w.value for w in at.warning if "words on its left" in w.value)
+    # an ablation of a bidirectional model, not what a left-to-right model would predict
+    assert "Ablation, out of distribution" in warning and "not what a left-to-right model" in warning
+    assert "ablation" in at.toggle(key="predict.causal").label
+
+
+def test_entropy_at_another_temperature_is_named_as_the_tempered_distributions():
+    at = page("the [MASK] sat on the [MASK] .")
+    assert at.metric[0].label == "Entropy (uncertainty)"
+    assert "entropy (nats)" in frame_with(at, "independent")
+    at.slider(key="predict.temperature").set_value(0.5).run()
+    assert not at.exception
+    assert at.metric[0].label == "Entropy of the tempered distribution (τ = 0.5)"
+    rows = frame_with(at, "independent")
+    assert "entropy at τ = 0.5 (nats)" in rows and "entropy (nats)" not in rows
+    assert any("tempered distribution softmax(logits / 0.5)" in c.value for c in at.caption)
+    strip = figures(at)[-1]
+    assert strip["layout"]["yaxis"]["title"]["text"] == "entropy at τ = 0.5 (nats)"
+    assert strip["data"][0]["y"] == pytest.approx(rows["entropy at τ = 0.5 (nats)"].tolist())
 
 
 def test_pair_toggle_adds_segment_b_and_its_words():

@@ -132,7 +132,10 @@ def test_pasted_text_is_saved_under_the_runs_folder_and_trained_on(runs_dir):
 
 
 def test_a_tiny_run_from_the_page_finishes_shows_its_curves_and_equals_the_cli(runs_dir):
-    at = submit(fill(page(), **TINY))
+    at = fill(page(), **TINY)
+    assert at.selectbox(key="pretrain.random_tokens").value == "vocabulary"  # as BERT, by default
+    at.selectbox(key="pretrain.random_tokens").set_value("wordpieces")  # the other choice reaches the CLI too
+    at = submit(at)
     assert not at.error and not at.exception
     (folder,) = run_folders(runs_dir)
     assert at.selectbox(key="pretrain.run").value == folder.name  # the page follows the run it started
@@ -150,9 +153,11 @@ def test_a_tiny_run_from_the_page_finishes_shows_its_curves_and_equals_the_cli(r
     assert any("now the active model" in s.value for s in at.success)
 
     cli = runs_dir / "from-cli"
-    subprocess.run([sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(cli),
-                    *runs.cli_args(TrainConfig(**{k: v for k, v in TINY.items()}))],
+    flags = runs.cli_args(TrainConfig(**TINY, random_tokens="wordpieces"))
+    assert flags[flags.index("--random-tokens") + 1] == "wordpieces"
+    subprocess.run([sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(cli), *flags],
                    cwd=ROOT, check=True, capture_output=True, timeout=120)
+    assert info.config["random_tokens"] == runs.read(cli).config["random_tokens"] == "wordpieces"
     for kind in ("train", "eval"):
         ours, theirs = (
             [{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed")} for r in runs.read_metrics(d, kind)]

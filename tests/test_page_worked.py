@@ -142,3 +142,24 @@ def test_typed_text_is_never_markdown():
     at = page()
     at.text_input(key="worked.attn.scores").input("**1** 2").run()
     assert r"\*\*1\*\*" in at.warning[0].value and "is not a number" in at.warning[0].value
+
+
+def test_the_learner_says_whether_the_scores_are_already_scaled():
+    at = page()
+    kind = at.radio(key="worked.attn.kind")
+    assert kind.value == "scaled" and "already ÷ √d_head" in kind.format_func(kind.value)
+    assert any("raw scores" in c.value and "already divided" in c.value for c in at.caption)
+    assert "worked.attn.d_head" not in [n.key for n in at.number_input]  # asked only for plain q·k
+    kind.set_value("dot").run()
+    assert not at.exception
+    at.number_input(key="worked.attn.d_head").set_value(4).run()
+    table = frame(at, "weight")
+    scores = [0.1, 1.8, 0.9, 0.4, 1.2, 0.0, 0.7, 0.1]
+    assert table["q·k"].tolist() == scores
+    assert table["score"].tolist() == pytest.approx([s / 2 for s in scores])
+    assert table["weight"].tolist() == pytest.approx(softmax([s / 2 for s in scores]))
+    assert "weight (as printed in seed 000)" not in table  # the seed's print is for the other reading
+    assert any("only in that reading" in c.value for c in at.caption)
+    at.button(key="worked.attn.reset").click().run()
+    assert at.radio(key="worked.attn.kind").value == "scaled"
+    assert "weight (as printed in seed 000)" in frame(at, "weight")

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -79,6 +80,32 @@ def test_cli_rejects_invalid_hyperparameters_before_starting(tmp_path):
                                *flags], capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert done.returncode == 2 and field in done.stderr and "Traceback" not in done.stderr
         assert not (tmp_path / "x").exists()
+
+
+def test_run_json_records_random_tokens_and_an_old_run_json_resumes_as_wordpieces(tmp_path):
+    """A run.json from before the setting has no random_tokens: it resumes the way it trained, "wordpieces"."""
+    flags = ["--preset", "tiny", "--hidden", "32", "--heads", "2", "--layers", "2", "--batch-size", "8",
+             "--seq-len", "32", "--steps", "4", "--eval-every", "2", "--eval-batches", "1", "--checkpoint-every", "2",
+             "--device", "cpu", "--threads", "1"]
+    train = lambda *args: subprocess.run([sys.executable, "-m", "bertviz_lab", "train", *args],  # noqa: E731
+                                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = train("--run-dir", str(tmp_path / "new"), *flags, "--random-tokens", "wordpieces")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((tmp_path / "new" / "run.json").read_text())["config"]["random_tokens"] == "wordpieces"
+
+    old = tmp_path / "old"  # the same run as an old version wrote it, stopped at step 2
+    shutil.copytree(tmp_path / "new", old)
+    run = json.loads((old / "run.json").read_text())
+    del run["config"]["random_tokens"]
+    (old / "run.json").write_text(json.dumps(run))
+    (old / "checkpoint.json").write_text(json.dumps({"step": 2, "path": "checkpoints/step-000002"}))
+    done = train("--run-dir", str(old), "--resume")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert runs.read(old).status == "finished"
+    assert comparable(old) == comparable(tmp_path / "new")  # steps 3 and 4 again, with word pieces
+
+    bad = train("--run-dir", str(tmp_path / "x"), *flags, "--random-tokens", "special")
+    assert bad.returncode == 2 and "--random-tokens: invalid choice" in bad.stderr
 
 
 def test_corpus_problems_are_refused_before_starting(tmp_path):

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from bertviz_lab.bert import masking
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.errors import ConfigError
+from bertviz_lab.pretrain import config
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.data import Batch
 from bertviz_lab.pretrain.loop import BatchLosses, StepTotals, Trainer
@@ -127,7 +129,27 @@ def test_absurd_learning_rate_diverges_and_keeps_a_loadable_checkpoint(tmp_path)
     (dict(batch_size=0), "batch_size"), (dict(mask_rate=0), "mask_rate"), (dict(mask_rate=1), "mask_rate"),
     (dict(mask_rate=1.5), "mask_rate"), (dict(hidden=100, heads=3), "heads"), (dict(seq_len=4), "seq_len"),
     (dict(warmup=-1), "warmup"), (dict(preset="huge"), "preset"), (dict(lr=float("nan")), "lr"),
+    (dict(random_tokens="special"), "random_tokens"), (dict(random_tokens=None), "random_tokens"),
 ])
 def test_invalid_hyperparameters_name_the_field(changes, field):
     with pytest.raises(ConfigError, match=field):
         small(**changes)
+
+
+def test_random_tokens_default_to_the_whole_vocabulary_and_an_old_config_reads_as_wordpieces():
+    assert TrainConfig().random_tokens == "vocabulary"  # as BERT, for every new run
+    assert config.RANDOM_TOKENS == tuple(masking.RANDOM_TOKENS)  # the CLI's choices are the rule's options
+    saved = small(random_tokens="wordpieces").to_dict()
+    assert saved["random_tokens"] == "wordpieces" and TrainConfig.from_dict(saved) == small(random_tokens="wordpieces")
+    old = {k: v for k, v in small().to_dict().items() if k != "random_tokens"}  # a run.json from before the setting
+    assert TrainConfig.from_dict(old).random_tokens == "wordpieces"
+    assert TrainConfig.from_dict({**old, "random_tokens": "vocabulary"}).random_tokens == "vocabulary"
+
+
+def test_random_tokens_reach_the_batches_and_change_only_the_replacements():
+    vocab, pieces = Trainer(small(steps=2)), Trainer(small(steps=2, random_tokens="wordpieces"))
+    a, b = vocab.batch(0), pieces.batch(0)
+    assert torch.equal(a.labels, b.labels)  # the same positions are picked...
+    differ = a.input_ids != b.input_ids
+    assert differ.any() and (a.labels[differ] != IGNORE_INDEX).all()  # ...only random replacements differ
+    assert records(vocab) != records(pieces)

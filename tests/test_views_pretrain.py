@@ -63,10 +63,13 @@ def test_progress_text_says_time_left_while_training_and_time_taken_after():
 
 
 # --- Descriptions and the table of runs ------------------------------------------------------
-def test_describe_names_shape_text_nsp_and_seed():
-    assert vp.describe(TrainConfig().to_dict()) == "tiny 2×128 (2 heads), built-in text, NSP on, seed 0"
+def test_describe_names_shape_text_nsp_random_tokens_and_seed():
+    assert vp.describe(TrainConfig().to_dict()) == ("tiny 2×128 (2 heads), built-in text, NSP on, "
+                                                    "random tokens: whole vocabulary, seed 0")
     custom = TrainConfig(hidden=64, heads=4, nsp=False, seed=7, corpus="/data/uploads/abc.txt").to_dict()
-    assert vp.describe(custom) == "tiny 2×64 (4 heads), text abc.txt, NSP off, seed 7"
+    assert vp.describe(custom) == "tiny 2×64 (4 heads), text abc.txt, NSP off, random tokens: whole vocabulary, seed 7"
+    old = {k: v for k, v in TrainConfig().to_dict().items() if k != "random_tokens"}  # a run.json from before
+    assert "random tokens: word pieces" in vp.describe(old)
 
 
 @pytest.mark.parametrize("config", [{"steps": 0}, {"not_a_setting": 1}, {"preset": "huge"}])
@@ -100,11 +103,15 @@ def test_form_values_become_a_train_config_with_whole_numbers_as_ints():
     assert cfg == TrainConfig(steps=20, hidden=64, heads=4, lr=0.002, nsp=False, device="cpu")
     assert type(cfg.steps) is int and type(cfg.hidden) is int and cfg.layers is None  # empty: the preset's
     assert cfg.corpus == "builtin"
+    assert cfg.random_tokens == "vocabulary"  # as BERT, unless the form says otherwise
+    assert vp.form_config(form(random_tokens="wordpieces")).random_tokens == "wordpieces"
+    assert "Runs saved before this setting existed used wordpieces" in vp.RANDOM_TOKEN_HELP
 
 
 @pytest.mark.parametrize("changes, field", [
     (dict(steps=0.0), "steps"), (dict(steps=2.5), "steps"), (dict(heads=3.0), "heads"),
     (dict(mask_rate=1.5), "mask_rate"), (dict(seq_len=4.0), "seq_len"), (dict(preset="huge"), "preset"),
+    (dict(random_tokens="special"), "random_tokens"),
 ])
 def test_a_bad_value_is_refused_naming_its_field_and_its_label(changes, field):
     with pytest.raises(ConfigError) as caught:

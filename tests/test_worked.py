@@ -10,6 +10,7 @@ import pytest
 
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.worked import weight_bars
+from bertviz_lab.views import onehot
 from bertviz_lab.views import worked as w
 
 
@@ -19,8 +20,8 @@ def softmax(xs: list[float]) -> list[float]:
 
 
 def seed001_embeddings() -> pd.DataFrame:
-    return pd.DataFrame({"token": list(w.SEED001_TOKENS),
-                         **{f"dim {j}": [r[j] for r in w.SEED001_EMBEDDINGS] for j in range(3)}})
+    return pd.DataFrame({"token": list(onehot.SEED001_TOKENS),
+                         **{f"dim {j}": [r[j] for r in onehot.SEED001_EMBEDDINGS] for j in range(3)}})
 
 
 def test_attention_softmax_of_the_seed_scores_is_exact():
@@ -77,8 +78,8 @@ def test_within_rounding_uses_the_printed_decimals():
 
 def test_one_hot_attention_without_and_with_scaling():
     e = seed001_embeddings()
-    plain = w.one_hot_attention(e, 1, scale=False)
-    scaled = w.one_hot_attention(e, 1, scale=True)
+    plain = onehot.one_hot_attention(e, 1, scale=False)
+    scaled = onehot.one_hot_attention(e, 1, scale=True)
     assert plain.table["q·k"].tolist() == [0.0, 1.0, 0.0]
     assert plain.weights.tolist() == pytest.approx(softmax([0, 1, 0]), rel=1e-12)
     assert plain.weights.tolist() == pytest.approx([0.21194, 0.57612, 0.21194], abs=1e-5)
@@ -90,14 +91,14 @@ def test_one_hot_attention_without_and_with_scaling():
 
 
 def test_seed001_printed_weights_match_neither_variant():
-    checks = w.one_hot_checks(seed001_embeddings(), 1, w.SEED001_PRINTED)
+    checks = onehot.one_hot_checks(seed001_embeddings(), 1, onehot.SEED001_PRINTED)
     assert len(checks) == 6 and not checks["within rounding?"].any()
     assert checks["which is right"].iloc[1] == "✗ should be 0.5761; with ÷ √3, 0.4711"
 
 
 def test_side_by_side_and_a_general_embedding():
     e = pd.DataFrame({"token": ["a", "b"], "dim 0": [2.0, 0.0], "dim 1": [0.0, 1.0]})
-    side, output = w.scaling_side_by_side(e, 0)
+    side, output = onehot.scaling_side_by_side(e, 0)
     assert side["q·k"].tolist() == [4.0, 0.0]
     assert side["weight (no scaling)"].tolist() == pytest.approx(softmax([4, 0]))
     assert side["weight (÷ √2)"].tolist() == pytest.approx(softmax([4 / math.sqrt(2), 0]))
@@ -138,11 +139,11 @@ def test_bad_tables_raise_input_errors():
     e = seed001_embeddings()
     e.loc[0, "dim 1"] = np.nan
     with pytest.raises(InputError, match="needs a number"):
-        w.one_hot_attention(e, 0, scale=False)
+        onehot.one_hot_attention(e, 0, scale=False)
     e = seed001_embeddings()
     e.loc[2, "token"] = " "
     with pytest.raises(InputError, match="token name"):
-        w.one_hot_attention(e, 0, scale=False)
+        onehot.one_hot_attention(e, 0, scale=False)
 
 
 def test_weight_bars_show_the_values_and_escape_labels():
@@ -151,3 +152,20 @@ def test_weight_bars_show_the_values_and_escape_labels():
     assert list(exact.y) == [0.25, 0.75] and list(printed.y) == [0.3, 0.7]
     assert list(exact.x) == ["0 &lt;b&gt;x&lt;/b&gt;", "1 y"] and list(exact.text) == ["0.250", "0.750"]
     assert printed.text is None and fig.layout.showlegend
+
+
+def test_scores_given_as_plain_dot_products_are_divided_by_sqrt_d_head():
+    steps = w.softmax_table(["a", "b", "c"], [2.0, 4.0, 0.0], d_head=4)
+    assert steps.table["q·k"].tolist() == [2.0, 4.0, 0.0]
+    assert steps.table["score"].tolist() == [1.0, 2.0, 0.0]  # ÷ √4
+    assert steps.table["weight"].tolist() == pytest.approx(softmax([1.0, 2.0, 0.0]))
+    assert steps.d_head == 4 and steps.exp_column == "exp(score)"
+    as_given = w.softmax_table(["a", "b", "c"], [2.0, 4.0, 0.0])
+    assert "q·k" not in as_given.table and as_given.d_head is None
+    assert as_given.table["weight"].tolist() == pytest.approx(softmax([2.0, 4.0, 0.0]))
+
+
+@pytest.mark.parametrize("d_head", [0, -3, 2.5, True, "64", 10**9])
+def test_a_bad_d_head_is_refused_in_words(d_head):
+    with pytest.raises(InputError, match="d_head"):
+        w.softmax_table(["a", "b"], [1.0, 2.0], d_head=d_head)

@@ -11,7 +11,17 @@ from dataclasses import asdict, dataclass, fields
 
 from bertviz_lab.errors import ConfigError
 
-ACTIVATIONS = ("gelu", "relu", "gelu_new")
+# hidden_act names as `transformers` spells them -> what the FFN computes, in words for the pages.
+# BERT's released code and transformers' "gelu" use the exact erf form; the others are the tanh
+# approximation (three spellings, computed the way transformers computes each) and plain ReLU.
+ACTIVATIONS = {
+    "gelu": "GELU, exact: x · Φ(x) = x · ½(1 + erf(x / √2)), as in BERT's released code",
+    "gelu_python": "GELU, exact: x · ½(1 + erf(x / √2))",
+    "gelu_new": "GELU, tanh approximation: ½x(1 + tanh(√(2/π)(x + 0.044715x³)))",
+    "gelu_pytorch_tanh": "GELU, tanh approximation: ½x(1 + tanh(√(2/π)(x + 0.044715x³)))",
+    "gelu_fast": "GELU, tanh approximation: ½x(1 + tanh(0.7978845608 · x(1 + 0.044715x²)))",
+    "relu": "ReLU: max(0, x)",
+}
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,7 @@ class BertConfig:
             raise ConfigError(
                 f"num_attention_heads ({self.num_attention_heads}) must divide "
                 f"hidden_size ({self.hidden_size})")
-        if self.hidden_act not in ACTIVATIONS:
+        if not isinstance(self.hidden_act, str) or self.hidden_act not in ACTIVATIONS:
             raise ConfigError(f"hidden_act must be one of {', '.join(ACTIVATIONS)}, got {self.hidden_act!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0.0 <= getattr(self, name) < 1.0:

@@ -1,7 +1,15 @@
 """BERT's masked-language-model corruption rule, seeded and vectorized.
 
-Pick about 15% of the real (non-special, non-padding) tokens; of those, replace
-80% with [MASK], 10% with a random token and leave 10% unchanged. The model is
+Each real (non-padding) token that is not one of `special_ids` ([PAD], [UNK], [CLS],
+[SEP] and [MASK] for this lab's tokenizer) is picked with probability `mask_rate`
+(0.15 in BERT), independently; a sequence where nothing was picked gets one token
+anyway, so every example has something to predict (`expected_picks` gives the exact
+mean). Google's original script picks a fixed count instead, max(1, round(0.15 ·
+length)); Hugging Face's collator draws per token as here, with no at-least-one
+rule. Of the picked tokens, 80% become
+[MASK], 10% a random token and 10% stay unchanged. The random token comes from the
+whole vocabulary, special tokens included, as in BERT (`random_tokens="vocabulary"`),
+or from the word pieces only (`"wordpieces"`, what this lab did before). The model is
 asked to recover the original token at every picked position, so `labels` holds
 the original id there and -100 (PyTorch's "ignore" index) everywhere else.
 
@@ -18,7 +26,8 @@ works as is (the [SEP] between segments ends a run).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -30,6 +39,9 @@ from bertviz_lab.errors import InputError
 
 ACTION_NONE, ACTION_MASK, ACTION_RANDOM, ACTION_KEEP = 0, 1, 2, 3  # per-position action codes
 ACTION_NAMES = {ACTION_NONE: "", ACTION_MASK: MASK, ACTION_RANDOM: "random", ACTION_KEEP: "kept"}
+# Where a random replacement is drawn from: option -> what it means, in words.
+RANDOM_TOKENS = {"vocabulary": "the whole vocabulary, special tokens included (as in BERT)",
+                 "wordpieces": "word pieces only (never a special token)"}
 
 
 @dataclass(frozen=True)
@@ -47,12 +59,14 @@ class MaskingResult:
 def mask_tokens(input_ids: torch.Tensor, *, special_ids: Collection[int], vocab_size: int,
                 mask_id: int, generator: torch.Generator, mask_rate: float = 0.15,
                 mask_prob: float = 0.8, random_prob: float = 0.1,
-                attention_mask: torch.Tensor | None = None,
-                word_ids: torch.Tensor | None = None) -> MaskingResult:
+                attention_mask: torch.Tensor | None = None, word_ids: torch.Tensor | None = None,
+                random_tokens: str = "vocabulary") -> MaskingResult:
     """Corrupt `input_ids` the way BERT pre-training does; see the module docstring."""
     specials = sorted({int(i) for i in special_ids})  # ints, whether given as list, set or tensor
     _check_options(input_ids, specials, vocab_size=vocab_size, mask_id=mask_id, generator=generator,
                    rates=(mask_rate, mask_prob, random_prob))
+    if not isinstance(random_tokens, str) or random_tokens not in RANDOM_TOKENS:
+        raise InputError(f"random_tokens must be one of {', '.join(map(repr, RANDOM_TOKENS))}, got {random_tokens!r}")
     squeeze = input_ids.dim() == 1
     ids = input_ids.unsqueeze(0) if squeeze else input_ids  # (B, T), a view: never written to
     attention = _as_batch(attention_mask, ids, "attention_mask", squeeze)
@@ -67,9 +81,10 @@ def mask_tokens(input_ids: torch.Tensor, *, special_ids: Collection[int], vocab_
     unit = unit.clamp(min=0)  # safe for gather; ineligible positions are masked out anyway
 
     # All draws are made up front, one value per slot, so the stream consumed from
-    # the generator does not depend on the data.
+    # the generator does not depend on the data (nor on random_tokens: randint draws
+    # as many values whatever its upper bound).
     pick_draw, rescue_draw, action_draw = (_uniform(ids, generator) for _ in range(3))  # (B, T) by unit
-    allowed = _allowed_ids(vocab_size, special)  # (A,) non-special ids
+    allowed = _allowed_ids(vocab_size, special, random_tokens)  # (A,) ids a replacement may take
     random_index = torch.randint(len(allowed), ids.shape, generator=generator,
                                  device=generator.device).to(ids.device)  # (B, T)
 
@@ -90,6 +105,51 @@ def mask_tokens(input_ids: torch.Tensor, *, special_ids: Collection[int], vocab_
     if squeeze:
         return MaskingResult(corrupted[0], labels[0], actions[0])
     return MaskingResult(corrupted, labels, actions)
+
+
+def expected_picks(units: int | Sequence[int], rate: float) -> float:
+    """The mean number of tokens `mask_tokens` picks in one sequence, from its rule.
+
+    units: how many tokens can be picked (each its own unit), or the size of each
+    unit (whole-word masking: a word's pieces). Each of the m units is picked with
+    probability `rate`; when none is, one unit is picked uniformly. For N tokens in
+    m units: E[K] = rate·N + (1 − rate)^m · N/m, which is n·r + (1 − r)^n for n
+    single tokens (13 tokens at 0.15: 2.0709, not 13 × 0.15 = 1.95).
+    """
+    sizes, rate = _unit_sizes(units, rate)
+    if not sizes:
+        return 0.0
+    m, total = len(sizes), math.fsum(sizes)
+    return rate * total + (1 - rate) ** m * total / m
+
+
+def picks_variance(units: int | Sequence[int], rate: float) -> float:
+    """The variance of the number of tokens picked in one sequence (arguments as `expected_picks`).
+
+    K = S + [S = 0]·s_J with S = Σ s_i·Bernoulli(rate) and J a uniform unit, so
+    E[K²] = r(1 − r)·Σs² + (r·N)² + (1 − r)^m·Σs²/m; for n single tokens
+    E[K²] = n·r(1 − r) + (n·r)² + (1 − r)^n. Picks within a sequence are dependent
+    (the at-least-one rule), so this is not n·p(1 − p).
+    """
+    sizes, rate = _unit_sizes(units, rate)
+    if not sizes:
+        return 0.0
+    m, total, squares = len(sizes), math.fsum(sizes), math.fsum(s * s for s in sizes)
+    second = rate * (1 - rate) * squares + (rate * total) ** 2 + (1 - rate) ** m * squares / m
+    return max(0.0, second - expected_picks(sizes, rate) ** 2)
+
+
+def _unit_sizes(units, rate) -> tuple[list[int], float]:
+    """Check `expected_picks`'s arguments; one-token units for an int."""
+    if isinstance(rate, bool) or not isinstance(rate, Real) or not 0.0 < rate < 1.0:
+        raise InputError(f"mask_rate must be between 0 and 1 (exclusive), got {rate!r}")
+    if isinstance(units, Integral) and not isinstance(units, bool):
+        sizes = [1] * int(units) if units >= 0 else None
+    else:
+        sizes = list(units) if isinstance(units, Sequence) else None
+    if sizes is None or any(isinstance(s, bool) or not isinstance(s, Integral) or s < 1 for s in sizes):
+        raise InputError(f"units must be a token count >= 0 or a list of unit sizes >= 1, got {units!r}")
+    return [int(s) for s in sizes], float(rate)
 
 
 def _uniform(ids: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -127,9 +187,11 @@ def _unit_index(words: torch.Tensor | None, ids: torch.Tensor) -> torch.Tensor:
     return torch.where(words >= 0, unit, torch.full_like(unit, -1))
 
 
-def _allowed_ids(vocab_size: int, special: torch.Tensor) -> torch.Tensor:
-    """(A,) long: the ids a random replacement may take (never a special token)."""
+def _allowed_ids(vocab_size: int, special: torch.Tensor, random_tokens: str) -> torch.Tensor:
+    """(A,) long: the ids a random replacement may take: all of them, or all but the special ones."""
     every = torch.arange(vocab_size, device=special.device)
+    if random_tokens == "vocabulary":
+        return every
     allowed = every[~torch.isin(every, special)]
     if len(allowed) == 0:
         raise InputError("vocab_size leaves no non-special token to use as a random replacement")

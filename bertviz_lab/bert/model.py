@@ -9,6 +9,7 @@ switches heads off, `masked_positions` computes the MLM head only where needed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import torch
@@ -19,9 +20,24 @@ from bertviz_lab.bert.attention import AttentionOptions, AttentionSteps, attenti
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.ops import Dropout, Linear, PackedWeightCache, linear
 
+
+def _gelu_tanh_pow(x: torch.Tensor) -> torch.Tensor:
+    """transformers' NewGELUActivation ("gelu_new"), term for term."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def _gelu_fast(x: torch.Tensor) -> torch.Tensor:
+    """transformers' FastGELUActivation ("gelu_fast"), term for term."""
+    return 0.5 * x * (1.0 + torch.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
+
+
+# One function per name of config.ACTIVATIONS (the words the pages show live there).
 ACT_FNS = {
-    "gelu": F.gelu,  # exact erf form, as in BERT
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu": F.gelu,  # exact erf form, as in BERT's released code and transformers' "gelu"
+    "gelu_python": F.gelu,
+    "gelu_new": _gelu_tanh_pow,
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_fast": _gelu_fast,
     "relu": F.relu,
 }
 

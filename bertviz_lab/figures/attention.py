@@ -1,7 +1,9 @@
-"""Attention figures: one head's matrix, the grid of all heads, softmax bars, vector bars.
+"""Attention figures: one head's matrix, the grid of all heads, softmax bars, vector bars, and the
+length of each vector along one encoder layer.
 
 Sized to be read from the back of a classroom: 14 px text or more where it fits,
-values in the cells of small matrices, exact values (4 decimals) on hover. Axis
+values in the cells of small matrices, weights to WEIGHT_DIGITS significant digits on
+hover (enough to check a computation by hand, even for a weight like 0.000123456). Axis
 labels arrive HTML-escaped (`token_labels`), since plotly renders a subset of HTML.
 Each figure is built in one constructor call (plotly validates once), because the
 page redraws all of them on every rerun.
@@ -19,6 +21,8 @@ SERIES_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#8d5ab8")
 CELL_TEXT_MAX = 16  # print each weight inside the cells when the matrix is at most this wide
 COLORBAR = dict(title=dict(text="attention weight", side="right"), thickness=16, len=0.8)
 LEGEND = dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right")
+WEIGHT_DIGITS = 6  # significant digits of a weight on hover (and in the page's tables)
+WEIGHT_HOVER = f".{WEIGHT_DIGITS}g"  # d3-format: 6 significant digits, 0.000123456 stays whole
 
 
 def export_config(filename: str, scale: int = 2) -> dict:
@@ -38,7 +42,7 @@ def attention_heatmap(weights: np.ndarray, x_labels: list[str], y_labels: list[s
     small = max(rows, cols) <= CELL_TEXT_MAX
     heatmap = go.Heatmap(
         z=weights, x=x_labels, y=y_labels, zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, xgap=1, ygap=1,
-        hovertemplate="%{y} → %{x}: %{z:.4f}<extra></extra>", colorbar=COLORBAR,
+        hovertemplate=f"%{{y}} → %{{x}}: %{{z:{WEIGHT_HOVER}}}<extra></extra>", colorbar=COLORBAR,
         texttemplate="%{z:.2f}" if small else None, textfont=dict(size=12))
     layout = dict(
         xaxis=dict(title=dict(text="key (looked at)"), type="category", tickangle=-50, dtick=1,
@@ -62,9 +66,9 @@ def attention_grid(weights: np.ndarray, x_labels: list[str], y_labels: list[str]
             n = layer * H + head + 1
             suffix = "" if n == 1 else str(n)
             x0, y1 = head * (width + gap_x), 1 - layer * (height + gap_y)
-            traces.append(go.Heatmap(
-                z=weights[layer, head], x=x_labels, y=y_labels, coloraxis="coloraxis", xaxis=f"x{suffix}",
-                yaxis=f"y{suffix}", hovertemplate=f"L{layer} H{head}<br>%{{y}} → %{{x}}: %{{z:.4f}}<extra></extra>"))
+            hover = f"L{layer} H{head}<br>%{{y}} → %{{x}}: %{{z:{WEIGHT_HOVER}}}<extra></extra>"
+            traces.append(go.Heatmap(z=weights[layer, head], x=x_labels, y=y_labels, coloraxis="coloraxis",
+                                     xaxis=f"x{suffix}", yaxis=f"y{suffix}", hovertemplate=hover))
             axis = dict(showticklabels=False, type="category", showgrid=False)
             layout[f"xaxis{suffix}"] = dict(axis, domain=[x0, x0 + width], anchor=f"y{suffix}")
             layout[f"yaxis{suffix}"] = dict(axis, domain=[y1 - height, y1], anchor=f"x{suffix}", autorange="reversed")
@@ -79,7 +83,7 @@ def softmax_bars(df: pd.DataFrame, title: str) -> go.Figure:
     """One bar per key (the index, HTML-escaped labels) for each column, e.g. model vs what-if weights."""
     text = "%{y:.2f}" if len(df) <= 24 else None
     bars = [go.Bar(x=list(df.index), y=df[column], name=str(column), marker_color=color, texttemplate=text,
-                   textposition="outside", hovertemplate="%{x}: %{y:.4f}<extra>" + str(column) + "</extra>")
+                   textposition="outside", hovertemplate=f"%{{x}}: %{{y:{WEIGHT_HOVER}}}<extra>{column}</extra>")
             for color, column in zip(SERIES_COLORS, df.columns)]
     top = float(np.nanmax(df.to_numpy())) if df.size else 1.0
     layout = dict(barmode="group", showlegend=len(df.columns) > 1, legend=LEGEND,
@@ -104,3 +108,15 @@ def vector_bars(df: pd.DataFrame, title: str, height: int = 360, lower: list[str
                       yaxis=dict(layout["yaxis"], domain=[0.52, 1.0]), xaxis2=dict(x, anchor="y2"),
                       yaxis2=dict(zeroline=True, zerolinecolor="#888", domain=[0.0, 0.42], anchor="x2"))
     return house_layout(go.Figure(data=bars, layout=layout), title, height)
+
+
+def step_norms(steps: list[str], norms: np.ndarray, title: str, highlight: str = "LayerNorm") -> go.Figure:
+    """One horizontal bar per step (first step on top): the L2 norm of its vector; steps whose
+    name starts with `highlight` get the second colour (LayerNorm resets the length)."""
+    colors = [SERIES_COLORS[1] if step.startswith(highlight) else SERIES_COLORS[0] for step in steps]
+    bar = go.Bar(x=norms, y=steps, orientation="h", marker_color=colors, texttemplate="%{x:.3g}",
+                 textposition="outside", cliponaxis=False, hovertemplate="%{y}: ‖·‖ = %{x:.6g}<extra></extra>")
+    layout = dict(xaxis=dict(title=dict(text="length of the vector (L2 norm)"), range=[0, float(max(norms)) * 1.15]),
+                  yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=14), ticklabelstandoff=8),
+                  bargap=0.25)
+    return house_layout(go.Figure(data=[bar], layout=layout), title, 80 + 36 * len(steps))

@@ -4,7 +4,7 @@
 token highlighted (added as an extra bar, with its rank, when it is not in the top k).
 `neg_log_p_bars`: each masked position's -log p(true) with the mean (L_MLM) as a line.
 `masking_frequency_chart`: empirical shares of the masking rule against the chosen
-rates and BERT's 15 / 80 / 10 / 10. Tokens are HTML-escaped: plotly renders some HTML.
+rates and BERT's 15 / 80 / 10 / 10, with the rule's 95% interval as error bars. Tokens are HTML-escaped: plotly renders some HTML.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def topk_grid(panels: list[dict], columns: int = 2) -> go.Figure:
             x=probs, y=labels, orientation="h", showlegend=False, cliponaxis=False,
             marker_color=[TRUE_COLOR if t else OTHER_COLOR for t in is_true],
             text=[f"{p:.1%}" for p in probs], textposition="outside", textfont=dict(size=14),
-            hovertemplate="<b>%{y}</b><br>p = %{x:.6f}<extra></extra>"), row=i // cols + 1, col=i % cols + 1)
+            hovertemplate="<b>%{y}</b><br>p = %{x:.6g}<extra></extra>"), row=i // cols + 1, col=i % cols + 1)
     fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=15))
     fig.update_xaxes(range=[0, 1.25], tickformat=".0%", showticklabels=False)
     fig.update_annotations(font=dict(size=15))
@@ -69,18 +69,22 @@ def neg_log_p_bars(labels: list[str], neg_log_p: list[float], mean: float, title
 
 
 def masking_frequency_chart(table: pd.DataFrame, title: str | None = None) -> go.Figure:
-    """Grouped bars: empirical share (with a 95% interval) vs the chosen target; BERT's rates as marks.
+    """Grouped bars: empirical share vs the chosen target; BERT's rates as marks.
 
-    table: columns "quantity", "empirical", "expected", "std_error", "target", "bert"
-    (as `lesson.masking_frequencies` returns it).
+    table: columns "quantity", "empirical", "target", "bert", "se_rule", "low" and "high"
+    (as `masking_stats.masking_frequencies` returns it). The error bars are the half
+    width of the rule's 95% interval, (high − low) / 2 = 1.96 × se_rule, drawn around
+    the empirical share: the bar's whisker reaches "expected" exactly when the
+    empirical share lies inside that interval.
     """
     x = [html.escape(q) for q in table["quantity"]]
+    half = (table["high"] - table["low"]) / 2
     fig = go.Figure()
     fig.add_trace(go.Bar(name="empirical", x=x, y=table["empirical"], marker_color=BAR_COLOR,
-                         error_y=dict(type="data", array=1.96 * table["std_error"], color=LINE_COLOR),
+                         error_y=dict(type="data", array=half, color=LINE_COLOR),
                          text=[f"{v:.1%}" for v in table["empirical"]], textposition="outside",
-                         textfont=dict(size=14), cliponaxis=False,
-                         hovertemplate="%{x}<br>empirical %{y:.4f}<extra></extra>"))
+                         textfont=dict(size=14), cliponaxis=False, customdata=table["se_rule"],
+                         hovertemplate="%{x}<br>empirical %{y:.4f}<br>SE (rule) %{customdata:.5f}<extra></extra>"))
     fig.add_trace(go.Bar(name="target (your rates)", x=x, y=table["target"], marker_color=TARGET_COLOR,
                          text=[f"{v:.0%}" for v in table["target"]], textposition="outside",
                          textfont=dict(size=14), cliponaxis=False,

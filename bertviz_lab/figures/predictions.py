@@ -30,7 +30,7 @@ def prediction_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -
     fig = go.Figure(go.Bar(
         x=probs, y=tokens, orientation="h", marker_color=BAR_COLOR,
         text=[f"{p:.1%}" for p in probs], textposition="auto", textfont=dict(size=15), cliponaxis=False,
-        customdata=logits, hovertemplate="<b>%{y}</b><br>probability %{x:.6f}<br>logit %{customdata:.4f}"
+        customdata=logits, hovertemplate="<b>%{y}</b><br>probability %{x:.6g}<br>logit %{customdata:.4f}"
                                          "<extra></extra>"))
     # Category axis: tokens such as "1" or "." must stay labels, in the table's order.
     fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=16))
@@ -40,15 +40,17 @@ def prediction_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -
     return house_layout(fig, title, height=90 + 34 * len(tokens))
 
 
-def confidence_strip(rows: pd.DataFrame | list[dict], max_entropy: float, title: str | None = None) -> go.Figure:
+def confidence_strip(rows: pd.DataFrame | list[dict], max_entropy: float, title: str | None = None,
+                     column: str = "entropy (nats)") -> go.Figure:
     """Entropy of each mask's prediction (nats), with the entropy of a uniform guess as a line.
 
-    rows: columns "mask", "position", "independent" (the top-1 token) and "entropy (nats)".
+    rows: columns "mask", "position", "independent" (the top-1 token) and `column` (the entropy;
+    its name says the temperature when it is not 1).
     Low bars: the model is sure; a bar near the line: it has no idea.
     """
     table = pd.DataFrame(rows)
     labels = [f"#{m} → {html.escape(str(t))}" for m, t in zip(table["mask"], table["independent"])]
-    entropy = table["entropy (nats)"].astype(float).tolist()
+    entropy = table[column].astype(float).tolist()
     fig = go.Figure(go.Bar(
         x=labels, y=entropy, marker_color=BAR_COLOR,
         text=[f"{h:.2f}" for h in entropy], textposition="outside", textfont=dict(size=15), cliponaxis=False,
@@ -57,5 +59,5 @@ def confidence_strip(rows: pd.DataFrame | list[dict], max_entropy: float, title:
     fig.add_hline(y=max_entropy, line_dash="dash", line_color=LINE_COLOR,
                   annotation_text=f"no idea at all: log V = {max_entropy:.2f}", annotation_position="top left")
     fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 8 else 0)
-    fig.update_yaxes(title="entropy (nats)", range=[0, max_entropy * 1.15])
+    fig.update_yaxes(title=column, range=[0, max_entropy * 1.15])
     return house_layout(fig, title, height=340)

@@ -99,8 +99,12 @@ def collate(tokenizer: WordPieceTokenizer, pairs, seq_len: int) -> tuple[torch.T
 
 
 def make_batch(source: DocumentSource, tokenizer: WordPieceTokenizer, *, step: int, batch_size: int,
-               seq_len: int, nsp: bool, mask_rate: float, rank: int = 0, stream: int = 0) -> Batch:
-    """The batch for one step (and rank); `stream` separates training from held-out batches."""
+               seq_len: int, nsp: bool, mask_rate: float, random_tokens: str = "vocabulary", rank: int = 0,
+               stream: int = 0) -> Batch:
+    """The batch for one step (and rank); `stream` separates training from held-out batches.
+
+    random_tokens: where the random replacements come from (see `masking.RANDOM_TOKENS`).
+    """
     key = _mix(stream, step, rank)
     docs = source.sample(2 * batch_size, key)
     rng = random.Random(key)
@@ -109,7 +113,7 @@ def make_batch(source: DocumentSource, tokenizer: WordPieceTokenizer, *, step: i
     generator = torch.Generator().manual_seed(key)
     masked = mask_tokens(ids, special_ids=tokenizer.special_ids, vocab_size=tokenizer.vocab_size,
                          mask_id=tokenizer.mask_id, generator=generator, mask_rate=mask_rate,
-                         attention_mask=attention)
+                         attention_mask=attention, random_tokens=random_tokens)
     padded = bool((attention == 0).any())
     return Batch(masked.input_ids, segments, attention if padded else None, masked.labels,
                  nsp_labels if nsp else None, int(attention.sum()))

@@ -167,7 +167,8 @@ class Trainer:
         source = self.corpus.train if stream == TRAIN_STREAM else self.corpus.held_out
         return make_batch(source, self.tokenizer, step=step * self.cfg.grad_accum + micro,
                           batch_size=self.cfg.batch_size, seq_len=self.cfg.seq_len, nsp=self.cfg.nsp,
-                          mask_rate=self.cfg.mask_rate, rank=self.rank, stream=stream).to(self.device)
+                          mask_rate=self.cfg.mask_rate, random_tokens=self.cfg.random_tokens, rank=self.rank,
+                          stream=stream).to(self.device)
 
     def losses(self, model, batch: Batch) -> BatchLosses:
         """Forward one batch with the MLM head only at masked positions (sparse prediction)."""

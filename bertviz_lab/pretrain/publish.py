@@ -57,7 +57,9 @@ def publish(run_dir, target, eval_batches: int = 32) -> dict:
         "hardware": f"{cpu_name()}, {cfg.threads or max(1, (os.cpu_count() or 2) - 1)} threads"
                     f" ({os.cpu_count()} cores), torch {torch.__version__}",
         "device": _trained_on(run_dir),
-        "train_config": run["config"],  # as the run was started (publishing itself always runs on CPU)
+        # as the run was started (publishing itself always runs on CPU), every setting spelled out,
+        # so a run from before a setting existed says what it used
+        "train_config": {**TrainConfig.from_dict(run["config"]).to_dict(), "device": run["config"].get("device")},
         "command": " ".join(["python -m bertviz_lab", *run.get("command", [])]),
         "parameters": trainer.model.num_parameters(),
     }

@@ -1,5 +1,6 @@
 """The Attention page's cached forward passes: one traced forward per (model, text, heads off),
-shared by every rerun and session, and the prediction table with and without those heads."""
+shared by every rerun and session, the prediction table with and without those heads, and the
+rest of one layer for one query (W_O, residual, LayerNorm, FFN) drawn as steps."""
 
 from __future__ import annotations
 
@@ -10,8 +11,16 @@ import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
+from bertviz_lab.figures import attention as figs
 from bertviz_lab.ui.models import device_name
+from bertviz_lab.ui.tables import numbers, table_height
+from bertviz_lab.ui.widgets import chart
 from bertviz_lab.views import attention as av
+from bertviz_lab.views import layer as lv
+
+# A weight in a table, as st.column_config formats it (sprintf-js): %.6g keeps 6 significant
+# digits, so 0.000123456 is not cut to 0.000123 the way %.6f would cut it.
+WEIGHT_FORMAT = f"%.{figs.WEIGHT_DIGITS}g"
 
 
 @dataclass(frozen=True)
@@ -42,3 +51,29 @@ def explore(key: Forward, _ckpt: Checkpoint, _encoding: Encoding) -> av.Attentio
 @st.cache_data(max_entries=32, show_spinner=False)
 def predictions(key: Forward, _ckpt: Checkpoint, _encoding: Encoding) -> pd.DataFrame:
     return av.prediction_change(_ckpt.model, _ckpt.tokenizer, _encoding, key.head_mask(_ckpt))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def layer_steps(key: Forward, layer: int, token: int, _ckpt: Checkpoint, _encoding: Encoding) -> lv.LayerSteps:
+    return lv.layer_steps(_ckpt.model, explore(key, _ckpt, _encoding), layer, token)
+
+
+def rest_of_layer(key: Forward, ckpt: Checkpoint, encoding: Encoding, layer: int, token: int) -> None:
+    """The layer after the heads, for one token: the steps as a table, what checks them, their lengths."""
+    steps = layer_steps(key, layer, token, ckpt, encoding)
+    label = explore(key, ckpt, encoding).axis_labels[token]  # HTML-escaped: it goes into a plotly title
+    st.caption("Post-LN, as in the original BERT: x = LayerNorm(x + Sublayer(x)), first with attention as the "
+               "sublayer, then with the feed-forward network (FFN). Each row is one vector for query token "
+               f"{token} in layer {layer}: its size, its length ‖·‖ and its first {lv.DIMS_SHOWN} entries. "
+               "Seed 004 writes these equations without W_O and with ReLU in the FFN; BERT has W_O and uses the "
+               "activation named below.")
+    st.dataframe(steps.table, hide_index=True, height=table_height(steps.table), column_config=numbers(steps.table))
+    off = f" Switched off here: head {', '.join(map(str, steps.heads_off))}, zeros in c." if steps.heads_off else ""
+    st.caption(f"LayerNorm(v) = γ ⊙ (v − mean v) ÷ √(var v + ε) + β with this layer's γ, β and ε = {steps.eps:g}; "
+               f"the activation is {steps.activation}.{off} Computed here in float64 from the model's weights: c "
+               f"equals the heads' contexts the model computed to within {steps.concat_difference:.1e}, and the "
+               f"last row equals the model's own output for this layer and token (hidden_states[{layer + 1}]) to "
+               f"within {steps.max_difference:.1e}.")
+    norms = steps.table[lv.NORM].to_numpy()
+    chart(figs.step_norms(list(steps.table[lv.STEP]), norms, f"Layer {layer} · query {label}: the length of each "
+                          "vector (orange: just normalised)"), f"layer_L{layer}_q{token}")

@@ -15,6 +15,9 @@ from bertviz_lab.ui.tables import number
 from bertviz_lab.views import losses as lesson
 
 F4, F6 = number("%.4f"), number("%.6f")
+FREQUENCY_COLUMNS = {"se_rule": number("%.5f", "SE (rule)"), "se_draws": number("%.5f", "SE (draws)"),
+                     "low": number("%.4f", "95% low"), "high": number("%.4f", "95% high"),
+                     "inside": st.column_config.CheckboxColumn("inside 95%")}  # the frequency table's columns
 
 
 # --- Callbacks -------------------------------------------------------------------------------
@@ -40,17 +43,27 @@ def step_tokens(w):
 
 
 def step_positions(w):
-    n = sum(w.eligible)
-    st.text(f"{n} tokens can be picked (not [CLS] / [SEP]); each is picked with probability {w.rates[0]:g}, "
-            f"about {n * w.rates[0]:.2f} expected.\nSeed {w.seed} picked {len(w.picked)}: positions "
+    n, r = sum(w.eligible), w.rates[0]
+    here = "; ".join(f"{token} at position{'s' if len(at) > 1 else ''} {', '.join(map(str, at))}"
+                     for token, at in w.excluded.items())
+    st.text(f"{n} tokens can be picked. Never picked: the special tokens {', '.join(w.special_tokens)}"
+            f" (here: {here or 'none'}).\n"
+            f"Each of them is picked with probability r = {r:g}, independently; if none is, one is picked "
+            f"anyway.\nExpected number of picks: n·r + (1 − r)^n = {n} × {r:g} + {1 - r:g}^{n} = "
+            f"{w.expected_picks:.2f}.\nSeed {w.seed} picked {len(w.picked)}: positions "
             + ", ".join(map(str, w.positions)))
-    st.caption("If no token is picked by chance, one is picked anyway, so every example has something to predict.")
+    st.caption("The at-least-one rule gives every example something to predict. Google's original BERT script "
+               "(create_pretraining_data.py) skips only [CLS] and [SEP] and picks a fixed number of tokens: "
+               "max(1, round(0.15 × the sequence length, [CLS] and [SEP] included)), at most "
+               "max_predictions_per_seq. Hugging Face's DataCollatorForLanguageModeling picks each non-special "
+               "token with probability 0.15 and has no at-least-one rule.")
     st.dataframe(wide(lesson.token_table(w)[["position", "token", "can be picked", "picked"]]))
 
 
 def step_actions(w):
     st.text(f"Each picked token: [MASK] with probability {w.rates[1]:g}, a random token with {w.rates[2]:g}, "
-            f"kept with {w.keep_prob:g}. The model must recover the original at every picked position.")
+            f"kept with {w.keep_prob:g}. The model must recover the original at every picked position.\n"
+            f"Random tokens are drawn from {lesson.RANDOM_TOKENS[w.random_tokens]}.")
     st.dataframe(lesson.picked_table(w), hide_index=True)
     st.caption("What the model reads")
     st.code(" ".join(w.corrupted_tokens), language=None, wrap_lines=True)

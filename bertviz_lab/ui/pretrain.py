@@ -71,6 +71,8 @@ def run_form() -> runs.RunInfo | None:
                        help="Next-sentence prediction. Off: the model learns from masked words alone (the ablation).")
         cols[1].selectbox("Device", DEVICE_CHOICES, key=K.DEVICE.name)
         cols[2].text_input("Run name (optional)", key=K.NAME.name, placeholder="run-date-time")
+        cols[3].selectbox("Random tokens", list(vp.RANDOM_TOKENS), key=K.RANDOM_TOKENS.name,
+                          help=vp.RANDOM_TOKEN_HELP)
         with st.expander("Advanced"):
             for i, col in enumerate(st.columns(4) + st.columns(4)):
                 if i < len(ADVANCED):
@@ -92,7 +94,7 @@ def form_config(kind: str) -> TrainConfig:
     """The form's values, read from the session, as a validated TrainConfig (see `views.pretrain.form_config`)."""
     values = {name: state.get(key) for name, key in K.FORM.items()}
     values.update(preset=state.get(K.PRESET), nsp=bool(state.get(K.NSP)), device=state.get(K.DEVICE),
-                  precision=state.get(K.PRECISION))
+                  precision=state.get(K.PRECISION), random_tokens=state.get(K.RANDOM_TOKENS))
     if kind == "upload":
         upload = state.get(K.UPLOAD)
         return vp.form_config(values, kind, None if upload is None else upload.getvalue(),

@@ -17,8 +17,8 @@ from typing import Any
 
 import streamlit as st
 
+from bertviz_lab.views import onehot, probe
 from bertviz_lab.views import pretrain as vp
-from bertviz_lab.views import probe
 from bertviz_lab.views import worked as w
 
 SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"  # the models that come with the lab
@@ -147,6 +147,7 @@ class Losses:
     REROLL = Key("losses.reroll")
     RATE = Key("losses.rate", 0.15)
     SHARES = (Key("losses.mask", 0.8), Key("losses.random", 0.1), Key("losses.keep", 0.1))  # 80 / 10 / 10
+    RANDOM_TOKENS = Key("losses.random_tokens", "vocabulary")  # where random tokens come from (as BERT)
     ALL = Key("losses.all", False)  # every step at once instead of the stepper
     STEP = Key("losses.step", 1, nearest)
     BACK, NEXT = Key("losses.back"), Key("losses.next")
@@ -160,16 +161,18 @@ class Losses:
 class Worked:
     ATTN_TOKENS = Key("worked.attn.tokens", " ".join(w.SEED000_TOKENS))
     ATTN_SCORES = Key("worked.attn.scores", " ".join(f"{x:g}" for x in w.SEED000_SCORES))
+    ATTN_KIND = Key("worked.attn.kind", w.SCORES_SCALED)  # the scores are already ÷ √d_head, or plain q·k
+    ATTN_D_HEAD = Key("worked.attn.d_head", 64)  # BERT-base: 768 / 12
     ATTN_RESET = Key("worked.attn.reset")
     MLM_WORDS = Key("worked.mlm.words", " ".join(w.SEED000_WORDS))
     MLM_LOGITS = Key("worked.mlm.logits", " ".join(f"{x:g}" for x in w.SEED000_LOGITS))
     MLM_TRUE = Key("worked.mlm.true", w.SEED000_TRUE, one_of)
     MLM_RESET = Key("worked.mlm.reset")
-    ONEHOT_QUERY = Key("worked.onehot.query", w.SEED001_QUERY)
+    ONEHOT_QUERY = Key("worked.onehot.query", onehot.SEED001_QUERY)
     ONEHOT_VERSION = Key("worked.onehot.version", 0)  # bumped by Reset: a fresh, unedited matrix
     ONEHOT_MATRIX = Key("worked.onehot.matrix")  # the editor's key is this name + "." + the version
     ONEHOT_RESET = Key("worked.onehot.reset")
-    INPUTS = (ATTN_TOKENS, ATTN_SCORES, MLM_WORDS, MLM_LOGITS, MLM_TRUE, ONEHOT_QUERY, ONEHOT_VERSION)
+    INPUTS = (ATTN_TOKENS, ATTN_SCORES, ATTN_KIND, ATTN_D_HEAD, MLM_WORDS, MLM_LOGITS, MLM_TRUE, ONEHOT_QUERY, ONEHOT_VERSION)
 
 
 class Pretrain:
@@ -179,6 +182,7 @@ class Pretrain:
     PRESET = Key("pretrain.preset", vp.DEFAULTS.preset)
     FORM = {name: Key(f"pretrain.{name}", vp.field_default(name)) for name in vp.FIELDS}  # the number inputs
     NSP = Key("pretrain.nsp", vp.DEFAULTS.nsp)
+    RANDOM_TOKENS = Key("pretrain.random_tokens", vp.DEFAULTS.random_tokens)
     DEVICE = Key("pretrain.device", vp.DEFAULTS.device)
     PRECISION = Key("pretrain.precision", vp.DEFAULTS.precision)
     NAME = Key("pretrain.name", "")

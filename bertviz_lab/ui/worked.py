@@ -14,10 +14,11 @@ from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Worked as K
 from bertviz_lab.ui.tables import MAX_ROWS_IN_FULL, number
 from bertviz_lab.ui.widgets import plain
+from bertviz_lab.views import onehot
 from bertviz_lab.views import worked as w
 
-EMBEDDINGS = pd.DataFrame({"token": list(w.SEED001_TOKENS),
-                           **{f"dim {j}": [row[j] for row in w.SEED001_EMBEDDINGS] for j in range(3)}})
+EMBEDDINGS = pd.DataFrame({"token": list(onehot.SEED001_TOKENS),
+                           **{f"dim {j}": [row[j] for row in onehot.SEED001_EMBEDDINGS] for j in range(3)}})
 
 
 def reset(*keys: state.Key) -> None:
@@ -76,21 +77,38 @@ def inputs(left: tuple[str, state.Key], right: tuple[str, state.Key], reset_key:
 
 
 # --- The calculators -------------------------------------------------------------------------
+SCORE_KINDS = {w.SCORES_SCALED: "already ÷ √d_head (as seed 000 uses them)",
+               w.SCORES_DOT: "plain q·k: divide them by √d_head here"}
+
+
 def attention_section() -> None:
     st.caption("Seed 000, step 2: how much the [MASK] at position 5 attends to each token of "
-               "“[CLS] The cat sat on [MASK] mat [SEP]”. The seed gives the raw scores; the rest is computed.")
-    inputs(("Tokens (separated by spaces)", K.ATTN_TOKENS), ("Raw scores, one per token", K.ATTN_SCORES),
-           K.ATTN_RESET, K.ATTN_TOKENS, K.ATTN_SCORES)
+               "“[CLS] The cat sat on [MASK] mat [SEP]”. The seed says score = q·k / √d_head, then calls its "
+               "numbers “raw scores” and applies the softmax to them directly: it treats them as already divided "
+               "by √d_head. Say below which yours are.")
+    inputs(("Tokens (separated by spaces)", K.ATTN_TOKENS), ("Scores, one per token", K.ATTN_SCORES),
+           K.ATTN_RESET, K.ATTN_TOKENS, K.ATTN_SCORES, K.ATTN_KIND, K.ATTN_D_HEAD)
+    kind_col, d_col = st.columns([3, 1], vertical_alignment="bottom")
+    kind = kind_col.radio("These scores are", list(SCORE_KINDS), format_func=SCORE_KINDS.get, horizontal=True,
+                          key=K.ATTN_KIND.name)
+    d_head = None
+    if kind == w.SCORES_DOT:
+        d_head = d_col.number_input("d_head", 1, w.MAX_D_HEAD, step=1, key=K.ATTN_D_HEAD.name,
+                                    help="Dimensions of one head's q and k: hidden size ÷ heads (768 ÷ 12 = 64 "
+                                         "in BERT-base).")
     try:
         tokens = w.parse_labels(state.get(K.ATTN_TOKENS))
         scores = w.parse_numbers(state.get(K.ATTN_SCORES), tokens, "scores")
+        seed = tokens == list(w.SEED000_TOKENS) and np.array_equal(scores, w.SEED000_SCORES) and d_head is None
+        steps = w.softmax_table(tokens, scores, w.SEED000_ATTENTION_PRINTED if seed else None, d_head)
     except InputError as exc:
         st.warning(plain(str(exc)))
         return
-    seed = tokens == list(w.SEED000_TOKENS) and np.array_equal(scores, w.SEED000_SCORES)
-    steps = w.softmax_table(tokens, scores, w.SEED000_ATTENTION_PRINTED if seed else None)
-    st.markdown("1. **score**: how well the query matches each key, q·k / √d_head.\n"
-                "2. **exp(score)**: makes every score positive; a bigger score gets a much bigger number.\n"
+    first = ("1. **score = q·k / √d_head**: how well the query matches each key. Your numbers are the scores.\n"
+             if d_head is None else
+             f"1. **score = q·k / √{d_head}** = q·k / {d_head ** 0.5:g}: how well the query matches each key, "
+             "scaled so it does not grow with the number of dimensions.\n")
+    st.markdown(first + "2. **exp(score)**: makes every score positive; a bigger score gets a much bigger number.\n"
                 "3. **Σ exp**: add them all up.\n"
                 "4. **weight = exp / Σ**: each token's share. The weights add up to 1.")
     if steps.shift:
@@ -108,6 +126,9 @@ def attention_section() -> None:
                     theme=None, key="worked.attn.chart")
     if seed:
         comparison(steps.checks, "worked.attn.checks")
+    elif d_head is not None:
+        st.caption("Seed 000 used its numbers as scores already divided by √d_head, so its printed figures are "
+                   "compared only in that reading. Press Reset to get the seed's numbers back.")
     else:
         edited("tokens or scores")
 
@@ -172,10 +193,10 @@ def one_hot_section() -> None:
     tokens = [str(t) for t in frame["token"]]
     query = right.selectbox("Query position", range(len(tokens)), format_func=lambda i: f"{i} · {tokens[i]}",
                             key=K.ONEHOT_QUERY.name)
-    seed = frame.equals(EMBEDDINGS) and query == w.SEED001_QUERY
+    seed = frame.equals(EMBEDDINGS) and query == onehot.SEED001_QUERY
     try:
-        side, output = w.scaling_side_by_side(frame, query, w.SEED001_PRINTED if seed else None)
-        plain_steps = w.one_hot_attention(frame, query, scale=False)
+        side, output = onehot.scaling_side_by_side(frame, query, onehot.SEED001_PRINTED if seed else None)
+        plain_steps = onehot.one_hot_attention(frame, query, scale=False)
     except InputError as exc:
         st.warning(plain(str(exc)))
         return
@@ -199,7 +220,7 @@ def one_hot_section() -> None:
     st.markdown("**Output = Σ weight × v**")
     table(output, "worked.onehot.output")
     if seed:
-        comparison(w.one_hot_checks(frame, query, w.SEED001_PRINTED), "worked.onehot.checks")
+        comparison(onehot.one_hot_checks(frame, query, onehot.SEED001_PRINTED), "worked.onehot.checks")
         st.caption("softmax([0, 1, 0]) = [1, e, 1] / (e + 2) without scaling, [1, e^(1/√3), 1] / (e^(1/√3) + 2) "
                    "with it.")
     else:

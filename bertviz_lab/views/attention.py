@@ -1,12 +1,13 @@
 """The attention explorer's numbers: one traced forward pass, then every view the page draws.
 
-`explore` runs the model once on one input and keeps each layer's attention steps as
-numpy arrays (`AttentionView`). Everything else is cheap numpy on that view: the matrix
-to show (one head or the mean over heads, [CLS]/[SEP] hidden, sentence A->B blocks),
-the softmax of one query written out step by step, the context as a weighted sum of
-values, the q.k dot product dimension by dimension (BertViz's neuron view plus the
-division by sqrt(d) it leaves out), a temperature what-if, and the masked-word
-predictions with and without some heads switched off.
+`explore` runs the model once on one input and keeps each layer's attention steps and
+hidden states as numpy arrays (`AttentionView`). Everything else is cheap numpy on that
+view: the matrix to show (one head or the mean over heads, [CLS]/[SEP] hidden, sentence
+A->B blocks), the softmax of one query written out step by step, the context as a
+weighted sum of values, the q.k dot product dimension by dimension (BertViz's neuron view
+plus the division by sqrt(d_head) it leaves out), a temperature what-if, and the
+masked-word predictions with and without some heads switched off. The rest of the layer
+after the context (W_O, residual, LayerNorm, FFN) is in views/layer.py.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bertviz_lab.views import inputs, predict
 
 BLOCKS = ("all", "A→B", "B→A")  # which queries (rows) and keys (columns) to show for a pair
 # Column names of the softmax step table, in reading order.
-KEY, DOT, SCALED, MASK, MASKED = "key", "q·k", "÷√d = score", "+ mask", "= masked score"
+KEY, DOT, MASK, MASKED = "key", "q·k", "+ mask", "= masked score"  # ÷√d_head = score: scaled_column(D)
 TAU, EXP, SUM = "÷ τ (what-if)", "exp(x − max)", "Σ exp"
 WEIGHT, MODEL_WEIGHT = "weight = exp ÷ Σ", "model weight"
 GRID_MAX_CELLS = 2_000_000  # BERT-base's 144 heads up to ~118 tokens; beyond that a browser struggles
@@ -52,6 +53,7 @@ class AttentionView:
     weights: np.ndarray  # (L, H, T, T) softmax(scores + mask), exactly as the model computed it
     context: np.ndarray  # (L, H, T, D) weights @ v, times 0 for a head switched off
     heads_on: np.ndarray  # (L, H) bool
+    hidden: np.ndarray  # (L + 1, T, d) the model's hidden states: the embeddings, then each layer's output
 
     def additive_mask(self, layer: int, head: int) -> np.ndarray:
         """(T, T) additive mask this head's softmax saw."""
@@ -113,7 +115,8 @@ class DotProduct:
 
 def explore(model: BertForPreTraining, encoding: Encoding, head_mask: torch.Tensor | None = None) -> AttentionView:
     """One traced forward pass (eval, no grad) turned into numpy arrays."""
-    trace = inputs.run(model, encoding, trace=True, head_mask=head_mask).trace
+    out = inputs.run(model, encoding, trace=True, head_mask=head_mask)
+    trace = out.trace
 
     def stack(name: str) -> np.ndarray:
         return np.stack([getattr(steps, name)[0].float().cpu().numpy() for steps in trace])
@@ -128,7 +131,8 @@ def explore(model: BertForPreTraining, encoding: Encoding, head_mask: torch.Tens
         axis_labels=token_labels(encoding.tokens), segment_ids=list(encoding.segment_ids),
         sequence_ids=list(encoding.sequence_ids), special=np.array(encoding.special_mask, bool),
         q=stack("q"), k=stack("k"), v=stack("v"), scores=stack("scores"), mask=mask, weights=weights,
-        context=stack("context"), heads_on=heads_on))
+        context=stack("context"), heads_on=heads_on,
+        hidden=np.stack([h[0].float().cpu().numpy() for h in out.hidden_states])))
 
 
 def _read_only(view: AttentionView) -> AttentionView:
@@ -137,6 +141,16 @@ def _read_only(view: AttentionView) -> AttentionView:
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
     return view
+
+
+def sqrt_head_dim(head_dim: int) -> str:
+    """'√d_head (√64 = 8)': the scaling of the scores, with its value for this model (d_head = d / heads)."""
+    return f"√d_head (√{head_dim} = {math.sqrt(head_dim):g})"
+
+
+def scaled_column(head_dim: int) -> str:
+    """The softmax table's score column, named with this model's √d_head."""
+    return f"÷{sqrt_head_dim(head_dim)} = score"
 
 
 def default_query(view: AttentionView) -> int:
@@ -223,7 +237,7 @@ def what_if_weights(view: AttentionView, layer: int, head: int, temperature: flo
 
 
 def softmax_steps(view: AttentionView, layer: int, head: int, query: int, temperature: float = 1.0) -> pd.DataFrame:
-    """One row per key: q·k, ÷√d (the model's score), + mask, exp(x − max), Σ exp, weight.
+    """One row per key: q·k, ÷√d_head (the model's score), + mask, exp(x − max), Σ exp, weight.
 
     exp is taken of x minus the row's largest x (what every softmax implementation does
     so exp cannot overflow); the shift cancels in the ratio, and exp(-1e9 - max) is 0.
@@ -235,7 +249,7 @@ def softmax_steps(view: AttentionView, layer: int, head: int, query: int, temper
     scaled = view.scores[layer, head, query].astype(np.float64)  # (T,)
     mask = view.additive_mask(layer, head)[query].astype(np.float64)
     df = pd.DataFrame({KEY: view.labels, DOT: view.k[layer, head].astype(np.float64) @ q,
-                       SCALED: scaled, MASK: mask, MASKED: scaled + mask})
+                       scaled_column(view.head_dim): scaled, MASK: mask, MASKED: scaled + mask})
     if temperature != 1.0:
         df[TAU] = df[MASKED] / temperature
     x = df[TAU] if temperature != 1.0 else df[MASKED]
@@ -273,7 +287,7 @@ def context_steps(view: AttentionView, layer: int, head: int, query: int) -> Con
 
 
 def dot_product(view: AttentionView, layer: int, head: int, query: int, key: int) -> DotProduct:
-    """q·k dimension by dimension (BertViz's neuron view), then the ÷√d it leaves out."""
+    """q·k dimension by dimension (BertViz's neuron view), then the ÷√d_head it leaves out."""
     q = view.q[layer, head, query].astype(np.float64)
     k = view.k[layer, head, key].astype(np.float64)
     table = pd.DataFrame({"q": q, "k": k, "q × k": q * k}, index=pd.RangeIndex(len(q), name="dimension"))

@@ -1,17 +1,17 @@
 """The Losses step-by-step lesson: one training example of BERT, every number on the way.
 
-`walkthrough` masks a sentence (pair) with BERT's 15% / 80-10-10 rule from a seed,
+`walkthrough` masks a sentence (pair) from a seed with the rule of `masking.mask_tokens`
+(each non-special token picked with probability 15%, at least one; 80 / 10 / 10),
 runs the model once (eval, no grad) and records each step a teacher writes on the
 board: picked positions, the action at each, logits -> softmax -> p(true) -> -log p
 (from `losses.mlm_loss`), L_MLM as mean and as sum, the NSP path for the true pair
 and for a random second sentence, and the total. `optimizer_step` takes one step on
-a copy of the model and reports the loss before and after; `masking_frequencies`
-checks the masking rule empirically over many draws. Plain records out: no torch.
+a copy of the model and reports the loss before and after. The rule checked over
+many draws is in `masking_stats`. Plain records out: no torch.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,11 +20,11 @@ import torch
 
 from bertviz_lab.bert import losses, masking
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, Encoding, WordPieceTokenizer
 from bertviz_lab.corpus import StoryGenerator
 from bertviz_lab.errors import InputError
 
-BERT_RATES = (0.15, 0.8, 0.1, 0.1)  # mask rate; [MASK] / random / kept shares of the picked tokens
+RANDOM_TOKENS = masking.RANDOM_TOKENS  # where a random replacement comes from: option -> in words
 NO_NSP_REASON = "this model has no NSP head, so there is no next-sentence loss to compute"
 NO_B_REASON = "there is no sentence B, so there is no true (IsNext) pair: add a second sentence"
 OPTIMIZERS = ("AdamW", "SGD")
@@ -69,7 +69,7 @@ class Walkthrough:
     tokens: list[str]
     ids: list[int]
     segment_ids: list[int]
-    eligible: list[bool]  # could be picked (not [CLS] / [SEP] / [PAD])
+    eligible: list[bool]  # could be picked: not a special token ([PAD] [UNK] [CLS] [SEP] [MASK])
     picked: list[PickedPosition]
     corrupted_ids: list[int]
     corrupted_tokens: list[str]
@@ -80,10 +80,30 @@ class Walkthrough:
     nsp_random: NSPPath | None
     nsp_reason: str | None  # why nsp_true is None
     total: float  # L_MLM (mean) + L_NSP of the true pair when there is one
+    random_tokens: str = "vocabulary"  # a key of RANDOM_TOKENS: where the random replacements came from
 
     @property
     def positions(self) -> list[int]:
         return [p.position for p in self.picked]
+
+    @property
+    def expected_picks(self) -> float:
+        """The mean number of picks on this sentence under the rule (at-least-one included)."""
+        return masking.expected_picks(sum(self.eligible), self.rates[0])
+
+    @property
+    def special_tokens(self) -> tuple[str, ...]:
+        """Every special token by name: the rule never picks one, wherever it stands."""
+        return SPECIAL_TOKENS
+
+    @property
+    def excluded(self) -> dict[str, list[int]]:
+        """Each special token in this sentence and its positions; none of them can be picked."""
+        found: dict[str, list[int]] = {}
+        for position, (token, ok) in enumerate(zip(self.tokens, self.eligible)):
+            if not ok:
+                found.setdefault(token, []).append(position)
+        return found
 
     @property
     def keep_prob(self) -> float:
@@ -101,7 +121,8 @@ def check_split(mask_prob: float, random_prob: float, keep_prob: float) -> None:
 
 
 def walkthrough(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, *, seed: int,
-                mask_rate: float = 0.15, mask_prob: float = 0.8, random_prob: float = 0.1) -> Walkthrough:
+                mask_rate: float = 0.15, mask_prob: float = 0.8, random_prob: float = 0.1,
+                random_tokens: str = "vocabulary") -> Walkthrough:
     """Mask `encoding` from `seed`, run the model once and record every step of both losses."""
     if not model.has_mlm:
         raise InputError("this model has no MLM head (it was saved as a plain BertModel), so it has no "
@@ -112,7 +133,8 @@ def walkthrough(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encodi
     ids = torch.tensor(encoding.ids)
     result = masking.mask_tokens(ids, special_ids=tokenizer.special_ids, vocab_size=tokenizer.vocab_size,
                                  mask_id=tokenizer.mask_id, generator=torch.Generator().manual_seed(seed),
-                                 mask_rate=mask_rate, mask_prob=mask_prob, random_prob=random_prob)
+                                 mask_rate=mask_rate, mask_prob=mask_prob, random_prob=random_prob,
+                                 random_tokens=random_tokens)
     out = _forward(model, result.input_ids.tolist(), encoding.segment_ids)
     _, mlm = losses.mlm_loss(out.mlm_logits[0].float(), result.labels, top_k=min(5, tokenizer.vocab_size),
                              id_to_token=tokenizer.id_to_token)
@@ -129,7 +151,8 @@ def walkthrough(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encodi
                        corrupted_ids=result.input_ids.tolist(), corrupted_tokens=corrupted,
                        labels=result.labels.tolist(), shapes=shapes, mlm=mlm, nsp_true=nsp_true,
                        nsp_random=nsp_random, nsp_reason=reason,
-                       total=losses.total_loss(mlm, nsp_true.record if nsp_true else None))
+                       total=losses.total_loss(mlm, nsp_true.record if nsp_true else None),
+                       random_tokens=random_tokens)
 
 
 @torch.no_grad()
@@ -246,41 +269,6 @@ def _example_loss(model, walk: Walkthrough, with_nsp: bool):
         parts["L_NSP"], _ = losses.nsp_loss(out.nsp_logits[0], torch.tensor(losses.IS_NEXT, device=device))
     parts["total"] = sum(parts.values())
     return parts, [p.p_true for p in record.predictions]
-
-
-FREQUENCY_ROWS = ("picked / eligible", "[MASK] / picked", "random / picked", "kept / picked")
-
-
-def masking_frequencies(tokenizer: WordPieceTokenizer, encoding: Encoding | list[int], *, draws: int = 2000,
-                        seed: int = 0, rates: tuple[float, float, float] = BERT_RATES[:3]) -> pd.DataFrame:
-    """Apply the masking rule `draws` times to one input; empirical shares vs target and BERT's.
-
-    Columns: quantity, count, out_of, empirical, target, bert, expected, std_error.
-    `expected` for "picked" accounts for the at-least-one rule: a sequence where
-    nothing was picked gets one position anyway, so the picked share is
-    rate + (1 - rate)^n / n on n eligible tokens (exactly rate for long inputs).
-    """
-    if isinstance(draws, bool) or not isinstance(draws, int) or not 1 <= draws <= 100_000:
-        raise InputError(f"draws must be a whole number from 1 to 100,000, got {draws!r}")
-    ids = torch.tensor(encoding.ids if isinstance(encoding, Encoding) else list(encoding)).expand(draws, -1)
-    mask_rate, mask_prob, random_prob = rates
-    result = masking.mask_tokens(ids, special_ids=tokenizer.special_ids, vocab_size=tokenizer.vocab_size,
-                                 mask_id=tokenizer.mask_id, generator=torch.Generator().manual_seed(seed),
-                                 mask_rate=mask_rate, mask_prob=mask_prob, random_prob=random_prob)
-    n = int((~torch.isin(ids[0], torch.tensor(sorted(tokenizer.special_ids)))).sum())
-    if n == 0:
-        raise InputError("the input has no token that can be picked (only [CLS] / [SEP])")
-    picked = int(result.selected.sum())
-    counts = [picked] + [int((result.actions == a).sum()) for a in
-                         (masking.ACTION_MASK, masking.ACTION_RANDOM, masking.ACTION_KEEP)]
-    out_of = [n * draws] + [picked] * 3
-    target = [mask_rate, mask_prob, random_prob, 1.0 - mask_prob - random_prob]
-    expected = [mask_rate + (1 - mask_rate) ** n / n] + target[1:]
-    table = pd.DataFrame({"quantity": FREQUENCY_ROWS, "count": counts, "out_of": out_of,
-                          "target": target, "bert": list(BERT_RATES), "expected": expected})
-    table["empirical"] = table["count"] / table["out_of"]
-    table["std_error"] = [math.sqrt(p * (1 - p) / max(m, 1)) for p, m in zip(table["expected"], table["out_of"])]
-    return table
 
 
 # --- Tables and figure inputs for the page (numbers unrounded: the page only formats) ---------

@@ -30,7 +30,7 @@ class ReadOptions:
 
     top_k: int = 5  # candidates kept per mask
     temperature: float = 1.0  # the logits are divided by it before the softmax
-    causal: bool = False  # hide the right context, as a left-to-right model would read
+    causal: bool = False  # hide the right context: an ablation of a model trained to read both ways
     head_mask: torch.Tensor | None = None  # (L, H) of 0/1: heads switched off
 
     def check(self, model: BertForPreTraining, tokenizer: WordPieceTokenizer) -> None:
@@ -99,6 +99,11 @@ class MaskReport:
     independent: Prediction  # every mask from one forward pass
     iterative: IterativeFill | None  # left-to-right filling; None with a single mask
     max_entropy: float  # log V: the entropy of a uniform guess over the vocabulary
+    temperature: float = 1.0  # every probability and entropy is of softmax(logits / temperature)
+
+    @property
+    def entropy_column(self) -> str:
+        return entropy_label(self.temperature)
 
     @property
     def masked_text(self) -> str:
@@ -197,7 +202,12 @@ def explore_masks(model: BertForPreTraining, tokenizer: WordPieceTokenizer, enco
         iterative = _fill_from(model, tokenizer, independent, options, max_steps)
     hidden = {m.position: encoding.tokens[m.position] for m in independent.masks
               if encoding.ids[m.position] != tokenizer.mask_id}
-    return MaskReport(masked, hidden, independent, iterative, math.log(tokenizer.vocab_size))
+    return MaskReport(masked, hidden, independent, iterative, math.log(tokenizer.vocab_size), temperature)
+
+
+def entropy_label(temperature: float) -> str:
+    """The entropy's name: at τ ≠ 1 it is the entropy of the tempered distribution, not the model's own."""
+    return "entropy (nats)" if temperature == 1 else f"entropy at τ = {temperature:g} (nats)"
 
 
 def candidate_rows(mask: MaskPrediction) -> list[dict]:
@@ -215,7 +225,7 @@ def mask_rows(report: MaskReport) -> list[dict]:
     for number, mask in enumerate(report.independent.masks, start=1):
         best = mask.candidates[0]
         row = {"mask": number, "position": mask.position, "hidden word": report.hidden.get(mask.position, ""),
-               "independent": best.token, "p (independent)": best.prob, "entropy (nats)": mask.entropy}
+               "independent": best.token, "p (independent)": best.prob, report.entropy_column: mask.entropy}
         if mask.position in picks:
             pick, step = picks[mask.position]
             row.update({"left-to-right": pick.token, "p (left-to-right)": pick.prob, "step": step})

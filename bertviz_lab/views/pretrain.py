@@ -19,6 +19,7 @@ import pandas as pd
 from bertviz_lab import atomic
 from bertviz_lab.bert.config import PRESET_SHAPES
 from bertviz_lab.bert.device import cuda_available
+from bertviz_lab.bert.masking import RANDOM_TOKENS
 from bertviz_lab.corpus import documents_from_text, read_text_file
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures.training import Curves
@@ -39,7 +40,8 @@ FIELDS = {
     "lr": ("Learning rate", "%.5f", "Peak AdamW learning rate, reached after the warmup."),
     "warmup": ("Warmup steps", "int", "Steps of linear warmup from 0 to the peak rate."),
     "weight_decay": ("Weight decay", "%.3f", "AdamW decay (not on biases and LayerNorm)."),
-    "mask_rate": ("Mask rate", "%.2f", "Share of tokens to predict (BERT: 0.15), each 80/10/10."),
+    "mask_rate": ("Mask rate", "%.2f", "Chance each token is picked to predict (BERT: 0.15); at least one per "
+                  "example; the picked ones 80/10/10."),
     "seed": ("Seed", "int", "Same seed and settings on the CPU: the same curves."),
     "eval_every": ("Evaluate every", "int", "Steps between held-out evaluations."),
     "eval_batches": ("Held-out batches", "int", "Batches per held-out evaluation."),
@@ -50,7 +52,11 @@ FIELDS = {
     "vocab_size": ("Vocabulary size", "int", "WordPiece size when training on your own text."),
 }
 LABELS = {**{name: label for name, (label, _, _) in FIELDS.items()}, "preset": "Size preset", "corpus":
-          "Training text", "device": "Device", "precision": "Precision", "nsp": "NSP", "run": "Run name"}
+          "Training text", "device": "Device", "precision": "Precision", "nsp": "NSP", "run": "Run name",
+          "random_tokens": "Random tokens"}
+RANDOM_TOKEN_HELP = ("Where the 10% random replacements come from: " + "; ".join(
+    f"{name} = {meaning}" for name, meaning in RANDOM_TOKENS.items()) + ". Runs saved before this setting "
+    "existed used wordpieces.")
 
 
 # --- The form --------------------------------------------------------------------------------
@@ -118,7 +124,8 @@ def save_text(text: str) -> Path:
 
 # --- One run ---------------------------------------------------------------------------------
 def describe(config: dict) -> str:
-    """'tiny 2×128 (2 heads), built-in text, NSP on, seed 0' from a run's saved config."""
+    """'tiny 2×128 (2 heads), built-in text, NSP on, random tokens: whole vocabulary, seed 0' from a run's
+    saved config (one saved before random_tokens existed used word pieces)."""
     try:
         cfg = TrainConfig.from_dict(config)
         shape = cfg.model_config(vocab_size=100)
@@ -126,7 +133,8 @@ def describe(config: dict) -> str:
         return "settings unknown"
     corpus = "built-in text" if cfg.corpus == "builtin" else f"text {Path(cfg.corpus).name}"
     return (f"{cfg.preset} {shape.num_hidden_layers}×{shape.hidden_size} ({shape.num_attention_heads} heads), "
-            f"{corpus}, NSP {'on' if cfg.nsp else 'off'}, seed {cfg.seed}")
+            f"{corpus}, NSP {'on' if cfg.nsp else 'off'}, random tokens: "
+            f"{'whole vocabulary' if cfg.random_tokens == 'vocabulary' else 'word pieces'}, seed {cfg.seed}")
 
 
 def eta_seconds(train: pd.DataFrame, total_steps: int, window: int = 50) -> float | None:

@@ -1,4 +1,4 @@
-"""The seeds' hand computations, redone exactly: attention softmax, MLM loss, one-hot attention.
+"""Seed 000's hand computations, redone exactly: the attention softmax and the MLM loss.
 
 Pure functions (no streamlit) that return every intermediate step as a table, so a page can
 show the working. The figures the seeds printed are kept below as data, only to be compared
@@ -26,9 +26,6 @@ SEED000_SCORES = (0.1, 1.8, 0.9, 0.4, 1.2, 0.0, 0.7, 0.1)
 SEED000_WORDS = ("the", "a", "on", "mat", "cat", "sat")
 SEED000_LOGITS = (2.5, 0.3, 0.8, 0.1, -0.2, 0.5)
 SEED000_TRUE = 0  # "the"
-SEED001_TOKENS = ("The", "cat", "sat")
-SEED001_EMBEDDINGS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
-SEED001_QUERY = 1  # the seed counts from 1 and says "position 2": "cat"
 
 
 @dataclass(frozen=True)
@@ -52,9 +49,6 @@ SEED000_MLM_PRINTED = Printed(
     {"exp(logit)": ("12.18", "1.35", "2.23", "1.11", "0.82", "1.65"),
      "probability": ("0.630", "0.070", "0.115", "0.057", "0.042", "0.085")},
     {"Σ exp": "19.34", "loss −ln p(true)": "0.462", "uniform p = 1/V": "0.167", "uniform loss −ln(1/V)": "1.789"})
-# As printed in seed 001, section 8 (softmax over [0, 1, 0], no 1/√d scaling; the output equals the weights).
-SEED001_PRINTED = Printed("seed 001", {"weight": ("0.2447", "0.5106", "0.2447"),
-                                       "output": ("0.2447", "0.5106", "0.2447")}, {})
 
 
 # --- Input ------------------------------------------------------------------------------------------------
@@ -140,16 +134,21 @@ def _per_token_columns(table: pd.DataFrame, printed: Printed) -> pd.DataFrame:
 
 
 # --- Softmax of attention scores (seed 000, step 2) ----------------------------------------------------------
+SCORES_SCALED, SCORES_DOT = "scaled", "dot"  # what a learner's scores are: already ÷ √d_head, or plain q·k
+MAX_D_HEAD = 100_000
+
+
 @dataclass(frozen=True)
 class SoftmaxSteps:
-    table: pd.DataFrame  # token, score, exp(score) [or exp(score − max)], weight, printed columns when given
+    table: pd.DataFrame  # token, [q·k,] score, exp(score) [or exp(score − max)], weight, printed columns when given
     total: float  # Σ of the exp column
     shift: float  # subtracted from every score before exp: 0 unless exp(score) would overflow or underflow
     checks: pd.DataFrame | None  # every printed figure next to the exact one
+    d_head: int | None = None  # the scores were q·k and this page divided them by √d_head
 
     @property
     def exp_column(self) -> str:
-        return self.table.columns[2]
+        return next(c for c in self.table.columns if c.startswith("exp("))
 
 
 def exponentials(scores: np.ndarray) -> tuple[np.ndarray, float]:
@@ -161,24 +160,42 @@ def exponentials(scores: np.ndarray) -> tuple[np.ndarray, float]:
     return np.exp(scores - shift), shift
 
 
-def softmax_table(labels, scores, printed: Printed | None = None) -> SoftmaxSteps:
-    """Each token's score, its exp, the sum and exp / sum = its attention weight."""
+def check_d_head(d_head) -> int:
+    """d_head must be a whole number of dimensions, 1 to 100,000 (BERT-base: 64)."""
+    if isinstance(d_head, bool) or not isinstance(d_head, (int, np.integer, float)) or d_head != int(d_head) \
+            or not 1 <= d_head <= MAX_D_HEAD:
+        raise InputError(f"d_head is the number of dimensions of one head's q and k: a whole number from 1 to "
+                         f"{MAX_D_HEAD:,} (64 in BERT-base), not {d_head!r}.")
+    return int(d_head)
+
+
+def softmax_table(labels, scores, printed: Printed | None = None, d_head: int | None = None) -> SoftmaxSteps:
+    """Each token's score, its exp, the sum and exp / sum = its attention weight.
+
+    With `d_head`, `scores` are the plain dot products q·k and the table first divides them
+    by √d_head, as BERT does; without it they are taken as already divided (as seed 000 does).
+    """
     scores = np.asarray(scores, dtype=np.float64)
     if len(labels) != len(scores):
         raise InputError(f"{len(scores)} scores for {len(labels)} tokens: give exactly one score per token.")
+    columns = {"token": list(labels)}
+    if d_head is not None:
+        d_head = check_d_head(d_head)
+        columns["q·k"] = scores
+        scores = scores / math.sqrt(d_head)
     exps, shift = exponentials(scores)
     total = float(exps.sum())
-    table = pd.DataFrame({"token": list(labels), "score": scores,
+    table = pd.DataFrame({**columns, "score": scores,
                           "exp(score)" if shift == 0 else "exp(score − max)": exps, "weight": exps / total})
     checks = None
     if printed is not None:
         table = _per_token_columns(table, printed)
         checks = _softmax_checks(table, total, printed)
-    return SoftmaxSteps(table, total, shift, checks)
+    return SoftmaxSteps(table, total, shift, checks, d_head)
 
 
 def _softmax_checks(table: pd.DataFrame, total: float, printed: Printed) -> pd.DataFrame:
-    exp_col = table.columns[2]
+    exp_col = next(c for c in table.columns if c.startswith("exp("))
     p_exps, p_weights = printed.per_token[exp_col], printed.per_token["weight"]
     p_total = printed.totals["Σ exp"]
     rows = [_check(f"exp({s:g}) for {t}", e, p) for t, s, e, p in zip(table["token"], table["score"], table[exp_col],
@@ -243,89 +260,4 @@ def _mlm_checks(result: MlmLoss, printed: Printed) -> pd.DataFrame:
     rows.append(_check("uniform p = 1/V", 1 / len(table), t["uniform p = 1/V"]))
     rows.append(_check("uniform loss −ln(1/V)", result.uniform, t["uniform loss −ln(1/V)"],
                        -math.log(float(t["uniform p = 1/V"]))))
-    return pd.DataFrame(rows)
-
-
-# --- One-hot attention with identity weights (seed 001, section 8) --------------------------------------------
-@dataclass(frozen=True)
-class TinyAttention:
-    tokens: list[str]
-    q: np.ndarray  # (d,) the query's row: with W_Q = I it is the query token's embedding
-    k: np.ndarray  # (N, d) keys = embeddings
-    v: np.ndarray  # (N, d) values = embeddings
-    scale: float  # 1/√d when scaled, else 1
-    table: pd.DataFrame  # key, q·k, score (= q·k × scale), exp(score), weight
-    output: np.ndarray  # (d,) Σ weight × v
-
-    @property
-    def weights(self) -> np.ndarray:
-        return self.table["weight"].to_numpy()
-
-
-def embedding_matrix(frame: pd.DataFrame) -> tuple[list[str], np.ndarray]:
-    """An edited table with a 'token' column and one column per dimension -> (tokens, (N, d) embeddings)."""
-    tokens = [str(t).strip() if t is not None and not pd.isna(t) else "" for t in frame["token"]]
-    if any(not t for t in tokens):
-        raise InputError("Every row needs a token name.")
-    values = frame.drop(columns="token").apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
-    if not np.isfinite(values).all():
-        raise InputError("Every cell of the embedding matrix needs a number.")
-    if np.abs(values).max(initial=0.0) > MAX_MAGNITUDE:
-        raise InputError("Use embedding values between -1,000,000 and 1,000,000.")
-    return tokens, values
-
-
-def one_hot_attention(embeddings: pd.DataFrame, query_index: int, scale: bool) -> TinyAttention:
-    """Single-head attention with W_Q = W_K = W_V = I: Q, K, V are the embeddings themselves.
-
-    embeddings: a 'token' column and d number columns. Scores are q·k, divided by √d when `scale`
-    (as BERT does; seed 001 does not), then softmax, then the output is Σ weight × v.
-    """
-    tokens, e = embedding_matrix(embeddings)  # (N, d)
-    if not 0 <= query_index < len(tokens):
-        raise InputError(f"The query position must be between 0 and {len(tokens) - 1}.")
-    q, k, v = e[query_index], e, e
-    factor = 1 / math.sqrt(e.shape[1]) if scale else 1.0
-    dots = k @ q  # (N,)
-    steps = softmax_table(tokens, dots * factor)
-    table = pd.DataFrame({"key": tokens, "q·k": dots, "score": dots * factor,
-                          steps.exp_column: steps.table[steps.exp_column], "weight": steps.table["weight"]})
-    return TinyAttention(tokens, q, k, v, factor, table, steps.table["weight"].to_numpy() @ v)
-
-
-def scaling_side_by_side(embeddings: pd.DataFrame, query_index: int,
-                         printed: Printed | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per key: q·k, weight without scaling, q·k/√d, weight with it (and the printed weights when given);
-    plus the output vector both ways, one row per dimension."""
-    plain, scaled = (one_hot_attention(embeddings, query_index, s) for s in (False, True))
-    d = len(plain.q)
-    table = pd.DataFrame({"key": plain.tokens, "q·k": plain.table["q·k"], "weight (no scaling)": plain.weights,
-                          f"q·k / √{d}": scaled.table["score"], f"weight (÷ √{d})": scaled.weights})
-    if printed is not None:
-        figures = printed.per_token["weight"]
-        table[f"weight (as printed in {printed.source})"] = [float(f) for f in figures]
-    output = pd.DataFrame({"dimension": [f"dim {i}" for i in range(d)], "output (no scaling)": plain.output,
-                           f"output (÷ √{d})": scaled.output})
-    if printed is not None:
-        output[f"output (as printed in {printed.source})"] = [float(f) for f in printed.per_token["output"]]
-    return table, output
-
-
-def one_hot_checks(embeddings: pd.DataFrame, query_index: int, printed: Printed) -> pd.DataFrame:
-    """Each printed weight and output component next to the exact value without and with 1/√d."""
-    plain, scaled = (one_hot_attention(embeddings, query_index, s) for s in (False, True))
-    d = len(plain.q)
-    rows = []
-    for kind, a, b in (("weight", plain.weights, scaled.weights), ("output", plain.output, scaled.output)):
-        names = plain.tokens if kind == "weight" else [f"dim {i}" for i in range(d)]
-        for name, p, x, y in zip(names, printed.per_token[kind], a, b):
-            n = decimals(p)
-            if within_rounding(x, p):
-                text = "✓ exact value, rounded"
-            elif within_rounding(y, p):
-                text = f"✓ exact value with ÷ √{d}, rounded"
-            else:
-                text = f"✗ should be {x:.{n}f}; with ÷ √{d}, {y:.{n}f}"
-            rows.append({"figure": f"{kind} {name}", "as printed": p, "exact (no scaling)": x,
-                         f"exact (÷ √{d})": y, "within rounding?": within_rounding(x, p), "which is right": text})
     return pd.DataFrame(rows)
