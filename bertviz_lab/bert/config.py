@@ -23,6 +23,12 @@ ACTIVATIONS = {
     "relu": "ReLU: max(0, x)",
 }
 
+# Where MLM masking draws its 10% random tokens from: option -> what it means, in words. Used by
+# bert/masking.py and recorded per run by pretrain/config.py; defined here, in a module without
+# torch, so that building the CLI's parser stays fast.
+RANDOM_TOKENS = {"vocabulary": "the whole vocabulary, special tokens included (as in BERT)",
+                 "wordpieces": "word pieces only (never a special token)"}
+
 
 @dataclass(frozen=True)
 class BertConfig:

@@ -33,15 +33,13 @@ from numbers import Integral, Real
 
 import torch
 
+from bertviz_lab.bert.config import RANDOM_TOKENS
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.bert.tokenizer import MASK
 from bertviz_lab.errors import InputError
 
 ACTION_NONE, ACTION_MASK, ACTION_RANDOM, ACTION_KEEP = 0, 1, 2, 3  # per-position action codes
 ACTION_NAMES = {ACTION_NONE: "", ACTION_MASK: MASK, ACTION_RANDOM: "random", ACTION_KEEP: "kept"}
-# Where a random replacement is drawn from: option -> what it means, in words.
-RANDOM_TOKENS = {"vocabulary": "the whole vocabulary, special tokens included (as in BERT)",
-                 "wordpieces": "word pieces only (never a special token)"}
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,11 @@ from dataclasses import asdict, dataclass, fields
 from numbers import Integral, Real
 
 from bertviz_lab.bert.config import PRESET_SHAPES, BertConfig, preset
+from bertviz_lab.bert.config import RANDOM_TOKENS as RANDOM_TOKEN_WORDS
 from bertviz_lab.errors import ConfigError
 
 PRECISIONS = ("auto", "fp32", "bf16")
-# Where the 10% random tokens come from: the keys of bert.masking.RANDOM_TOKENS, named here too so
-# that building the CLI's parser does not import torch (tests/test_train.py checks they agree).
-RANDOM_TOKENS = ("vocabulary", "wordpieces")
+RANDOM_TOKENS = tuple(RANDOM_TOKEN_WORDS)  # where the 10% random tokens come from (the masking rule's options)
 LEGACY_RANDOM_TOKENS = "wordpieces"  # what a run.json written before the setting existed trained with
 
 

@@ -17,9 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from bertviz_lab import atomic
-from bertviz_lab.bert.config import PRESET_SHAPES
+from bertviz_lab.bert.config import PRESET_SHAPES, RANDOM_TOKENS
 from bertviz_lab.bert.device import cuda_available
-from bertviz_lab.bert.masking import RANDOM_TOKENS
 from bertviz_lab.corpus import documents_from_text, read_text_file
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures.training import Curves
