@@ -8,6 +8,7 @@ the CPU with a note.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import streamlit as st
@@ -21,12 +22,14 @@ from bertviz_lab.ui.router import ensure_router
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Model as K
 
+log = logging.getLogger("bertviz_lab")
 DEFAULT_CHECKPOINT = Path(K.PATH.default)
 DEVICE_LABELS = {"auto": "Auto", "cpu": "CPU", "cuda": "CUDA"}
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=6)
 def cached_checkpoint(path: str, device: str = "cpu") -> Checkpoint:
+    log.warning("loading model %s on %s", path, device)  # once per model and device: the server log shows it
     return load_checkpoint(path, device=device)
 
 

@@ -1,0 +1,134 @@
+"""Reading files a user names, safely: size caps checked before reading, regular files only,
+JSON that cannot blow the stack, and the machine's free memory for allocation checks.
+
+A checkpoint folder, a run folder or a corpus path can be anything a user types or a
+visitor uploads: /dev/zero, a FIFO, /proc/self/mem, a 5 GB "config.json", a JSON file of
+a million nested brackets. Every function here answers with one `LabError` sentence (or
+the error class the caller passes) instead of hanging, allocating without bound or
+printing a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+from bertviz_lab.errors import LabError
+
+MAX_PATH_CHARS = 4096  # longer than any real path (PATH_MAX on Linux)
+MAX_JSON_BYTES = 4 << 20  # config.json, tokenizer_config.json, model cards, run records
+MAX_TEXT_FILE_BYTES = 50 << 20  # vocab.txt and tokenizer files
+
+
+def describe_bytes(n: int) -> str:
+    """'1.5 GB', '320 MB', '12 kB', '17 bytes' (decimal units, as file browsers show them)."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}".replace(".0 ", " ")
+    return f"{n} bytes"
+
+
+def check_path(path, what: str = "path", error: type[LabError] = LabError) -> Path:
+    """`path` as a Path if it is a sensible thing to open: a str or PathLike, not too long, no NUL
+    or control characters; '~' expanded. Raises `error` with one sentence otherwise."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise error(f"the {what} must be text, got {type(path).__name__}")
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        raise error(f"the {what} must be text, not bytes")
+    if not text.strip():
+        raise error(f"the {what} is empty")
+    if len(text) > MAX_PATH_CHARS:
+        raise error(f"the {what} is {len(text):,} characters long; no real path is longer than {MAX_PATH_CHARS:,}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise error(f"the {what} contains control characters (a NUL, newline or similar); type a plain path")
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # "~nosuchuser"
+        raise error(f"the {what} {text[:80]!r} names a home folder that does not exist") from None
+
+
+def regular_file(path, what: str, max_bytes: int, error: type[LabError] = LabError) -> Path:
+    """`path` if it is a regular file of at most `max_bytes` that this process can read.
+
+    Refuses folders, devices (/dev/zero), FIFOs and sockets, and /proc or /sys files (whose
+    reported size is 0 or fake), each with one sentence naming `what` the file was meant to be.
+    """
+    path = check_path(path, what, error)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise error(f"{what} not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise error(f"cannot open {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise error(f"{what} {path} is a folder, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise error(f"{what} {path} is not a regular file (a device, pipe or socket cannot be read as one)")
+    resolved = str(path.resolve())
+    if resolved.startswith(("/proc/", "/sys/", "/dev/")):
+        raise error(f"{what} {path} is a system file, not one of yours")
+    if info.st_size > max_bytes:
+        raise error(f"{what} {path.name} is {describe_bytes(info.st_size)}; the limit is {describe_bytes(max_bytes)}")
+    if not os.access(path, os.R_OK):
+        raise error(f"{what} {path} cannot be read (permission denied)")
+    return path
+
+
+def read_bytes(path, what: str, max_bytes: int, error: type[LabError] = LabError) -> bytes:
+    """The bytes of a regular file, never more than `max_bytes` + 1 read even if it grows meanwhile."""
+    path = regular_file(path, what, max_bytes, error)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise error(f"{what} {path.name} is larger than the limit of {describe_bytes(max_bytes)}")
+    return data
+
+
+def read_text(path, what: str, max_bytes: int = MAX_TEXT_FILE_BYTES, error: type[LabError] = LabError) -> str:
+    """A UTF-8 text file (BOM allowed) under the size cap."""
+    data = read_bytes(path, what, max_bytes, error)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {Path(path).name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                    f"position {exc.start})") from None
+
+
+def parse_json(text: str | bytes, what: str, error: type[LabError] = LabError):
+    """json.loads with every failure as one sentence: bad syntax, deep nesting, huge numbers."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(f"{what} is nested too deeply to be a real file") from None
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, and ints past Python's digit limit
+        raise error(f"{what} is not valid JSON ({str(exc).splitlines()[0][:160]})") from None
+
+
+def read_json(path, what: str | None = None, max_bytes: int = MAX_JSON_BYTES, error: type[LabError] = LabError):
+    """A JSON file under the size cap (default 4 MB), parsed safely."""
+    what = what or Path(os.fspath(path)).name
+    return parse_json(read_text(path, what, max_bytes, error), what, error)
+
+
+def free_memory_bytes() -> int | None:
+    """Memory this machine can still give a process (psutil's `available`), or None if unknown."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # noqa: BLE001 - an unknown answer is fine: the check is then skipped
+        return None
+
+
+def check_memory(needed: int, what: str, error: type[LabError] = LabError, headroom: float = 0.8) -> None:
+    """Refuse `what` if it needs more than `headroom` of the free memory (skipped when unknown)."""
+    free = free_memory_bytes()
+    if free is not None and needed > headroom * free:
+        raise error(f"{what} needs about {describe_bytes(needed)} of memory; this machine has "
+                    f"{describe_bytes(free)} free")
