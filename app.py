@@ -1,11 +1,13 @@
 """bertviz_lab: the Streamlit router. Run with `./lab.sh app` (or `streamlit run app.py`).
 
 Every request runs this file: it draws the sidebar's model and device picker once, for
-whichever page the URL names, then runs that page.
+whichever page the URL names, then runs that page. In classroom mode (`./lab.sh app --classroom`)
+the sidebar starts with the address and QR code students open.
 """
 
 import streamlit as st
 
+from bertviz_lab.ui.classroom import classroom_mode, join_box
 from bertviz_lab.ui.models import sidebar
 from bertviz_lab.ui.router import ensure_router
 
@@ -20,5 +22,7 @@ PAGES = [
     st.Page("pages/worked.py", title="Worked examples", icon=":material/calculate:"),
 ]
 page = st.navigation(PAGES)
+if classroom_mode():
+    join_box()
 sidebar()
 page.run()

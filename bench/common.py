@@ -41,3 +41,20 @@ def median_ms(fns: dict, rounds: int, warmup: int = 3) -> dict[str, float]:
             fn()
             times[name].append((time.perf_counter() - start) * 1000)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def wait_healthy(url: str, proc, log=None, timeout: float = 60) -> None:
+    """Wait until a Streamlit server at `url` answers its health check; raise if `proc` exits first."""
+    import contextlib
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with contextlib.suppress(OSError):
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
+                return
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:] if log is not None else ""
+            raise RuntimeError(f"the server stopped with exit code {proc.returncode}: {tail}")
+        time.sleep(0.3)
+    raise RuntimeError(f"the server did not start within {timeout:.0f} s")

@@ -1,9 +1,11 @@
-"""Command line: `python -m bertviz_lab predict|info|train|publish ...`.
+"""Command line: `python -m bertviz_lab predict|info|train|publish|runs ...`.
 
 predict   top-k guesses for each [MASK] of a sentence (or a pair), as a table or JSON
 info      a checkpoint's shape and model card
 train     pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
 publish   evaluate a run's last checkpoint and copy it, with a model card, to a folder the app lists
+runs      list, stop, resume or delete the runs under $BERTVIZ_RUNS (default runs/): the functions
+          the Pretrain page's buttons call
 
 It sits on views/ and pretrain/ and imports them lazily, so `--help` is instant. User
 mistakes print one line on stderr and exit with status 2; nothing a user types should
@@ -39,7 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="the model card of a checkpoint")
     info.add_argument("--checkpoint", required=True)
     info.add_argument("--json", action="store_true")
+    add_runs_parser(sub)
     return parser
+
+
+def add_runs_parser(sub) -> None:
+    runs = sub.add_parser("runs", help="list, stop, resume or delete pretraining runs")
+    action = runs.add_subparsers(dest="action", required=True)
+    listing = action.add_parser("list", help="every run: status, steps, who started it")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    stop = action.add_parser("stop", help="save a checkpoint and stop a training run")
+    stop.add_argument("--wait", type=float, default=30.0, help="seconds to wait for it to stop (default: 30)")
+    action.add_parser("resume", help="continue a stopped, failed or diverged run from its last checkpoint")
+    action.add_parser("delete", help="remove a run that is not training, and its uploaded text")
+    for name in ("stop", "resume", "delete"):
+        action.choices[name].add_argument("name", help="the run's name (see `runs list`)")
 
 
 def add_train_parser(sub) -> None:
@@ -70,16 +86,58 @@ def add_train_parser(sub) -> None:
 def cmd_train(args) -> int:
     from dataclasses import fields
 
-    from bertviz_lab.pretrain import distributed, process, runs
+    from bertviz_lab.pretrain import distributed, process, resources
     from bertviz_lab.pretrain.config import TrainConfig
 
     cfg = None
     if not args.resume:
         cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
-        runs.check_corpus(cfg)
+        resources.check_corpus(cfg)
+        resources.check_resources(cfg)
     process.tune_allocator()
     with distributed.session(cfg.device if cfg else "auto"):
         return process.execute(args.run_dir, cfg, args.resume, sys.argv[1:])
+
+
+RUN_TABLE = "{name:<30} {status:<11} {steps:>15}  {started_by:<24} {message}"  # `runs list`
+
+
+def cmd_runs(args) -> int:
+    from bertviz_lab.pretrain import runs
+
+    if args.action == "list":
+        rows = [{"name": r.name, "status": r.status, "step": r.step, "total_steps": r.total_steps,
+                 "started_by": r.started_by, "message": r.message, "created": r.created,
+                 "checkpoint": str(r.checkpoint) if r.checkpoint else None} for r in runs.list_runs()]
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        elif not rows:
+            print(f"no runs in {runs.runs_root()}")
+        else:
+            print(RUN_TABLE.format(name="run", status="status", steps="steps", started_by="started by",
+                                   message="message"))
+            for row in rows:
+                fields = {k: _one_line(v)[:30] for k, v in row.items()}
+                print(RUN_TABLE.format(**{**fields, "steps": f"{row['step']:,} / {row['total_steps']:,}",
+                                          "message": _one_line(row["message"])[:200]}))
+        return 0
+    path = runs.find(args.name)
+    if args.action == "stop":
+        if not runs.stop(path, timeout=args.wait):
+            print(f"error: run {args.name!r} is not training ({runs.read(path).status})", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"{args.name}: {runs.read(path).status}")
+    elif args.action == "resume":
+        print(f"{args.name}: {runs.resume(path).status}")
+    else:
+        runs.delete(path)
+        print(f"{args.name}: deleted")
+    return 0
+
+
+def _one_line(value) -> str:
+    """No newlines or terminal control codes from a run's files reach the terminal."""
+    return " ".join("".join(c if c.isprintable() else " " for c in str(value)).split())
 
 
 def cmd_publish(args) -> int:
@@ -134,18 +192,24 @@ def cmd_info(args) -> int:
         return 0
     for key, value in card.items():
         if key == "training":
-            for k, v in value.items():
-                print(f"{'training.' + k:<22} {json.dumps(v) if isinstance(v, (dict, list)) else v}")
+            for k, v in value.items():  # the card is data: escape codes in it never reach the terminal
+                print(f"{_printable('training.' + str(k)):<22} {_printable(v)}")
         else:
             print(f"{key:<22} {f'{value:,}' if key == 'parameters' else value}")
     return 0
+
+
+def _printable(value) -> str:
+    """A card value on one line with no control characters (JSON for anything but plain text)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"predict": cmd_predict, "info": cmd_info, "train": cmd_train,
-                "publish": cmd_publish}[args.command](args)
+                "publish": cmd_publish, "runs": cmd_runs}[args.command](args)
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

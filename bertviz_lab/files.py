@@ -30,6 +30,20 @@ def describe_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
+def too_big(size: int, limit: int) -> str:
+    """'41.9 MB; the limit is 21 MB', or in bytes where rounding would make the two look equal."""
+    if describe_bytes(size) == describe_bytes(limit):
+        return f"{size:,} bytes; the limit is {limit:,} bytes"
+    return f"{describe_bytes(size)}; the limit is {describe_bytes(limit)}"
+
+
+def _named(what: str, path: Path, short: bool = False) -> str:
+    """'vocabulary file vocab.txt' or 'corpus file /x/y.txt'; just 'config.json' when `what` is the name."""
+    if what == path.name:
+        return what
+    return f"{what} {path.name if short else path}"
+
+
 def check_path(path, what: str = "path", error: type[LabError] = LabError) -> Path:
     """`path` as a Path if it is a sensible thing to open: a str or PathLike, not too long, no NUL
     or control characters; '~' expanded. Raises `error` with one sentence otherwise."""
@@ -62,18 +76,18 @@ def regular_file(path, what: str, max_bytes: int, error: type[LabError] = LabErr
     except FileNotFoundError:
         raise error(f"{what} not found: {path}") from None
     except (OSError, ValueError) as exc:
-        raise error(f"cannot open {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise error(f"cannot open {_named(what, path)}: {getattr(exc, 'strerror', None) or exc}") from None
     if stat.S_ISDIR(info.st_mode):
-        raise error(f"{what} {path} is a folder, not a file")
+        raise error(f"{_named(what, path)} is a folder, not a file")
     if not stat.S_ISREG(info.st_mode):
-        raise error(f"{what} {path} is not a regular file (a device, pipe or socket cannot be read as one)")
+        raise error(f"{_named(what, path)} is not a regular file (a device, pipe or socket cannot be read as one)")
     resolved = str(path.resolve())
     if resolved.startswith(("/proc/", "/sys/", "/dev/")):
-        raise error(f"{what} {path} is a system file, not one of yours")
+        raise error(f"{_named(what, path)} is a system file, not one of yours")
     if info.st_size > max_bytes:
-        raise error(f"{what} {path.name} is {describe_bytes(info.st_size)}; the limit is {describe_bytes(max_bytes)}")
+        raise error(f"{_named(what, path, short=True)} is {too_big(info.st_size, max_bytes)}")
     if not os.access(path, os.R_OK):
-        raise error(f"{what} {path} cannot be read (permission denied)")
+        raise error(f"{_named(what, path)} cannot be read (permission denied)")
     return path
 
 
@@ -84,9 +98,9 @@ def read_bytes(path, what: str, max_bytes: int, error: type[LabError] = LabError
         with open(path, "rb") as f:
             data = f.read(max_bytes + 1)
     except OSError as exc:
-        raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+        raise error(f"cannot read {_named(what, path)}: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
-        raise error(f"{what} {path.name} is larger than the limit of {describe_bytes(max_bytes)}")
+        raise error(f"{_named(what, path, short=True)} is larger than the limit of {describe_bytes(max_bytes)}")
     return data
 
 
@@ -96,7 +110,7 @@ def read_text(path, what: str, max_bytes: int = MAX_TEXT_FILE_BYTES, error: type
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise error(f"{what} {Path(path).name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+        raise error(f"{_named(what, Path(path), short=True)} is not UTF-8 text (byte 0x{data[exc.start]:02x} at "
                     f"position {exc.start})") from None
 
 

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from bertviz_lab.bert.checkpoint import card_facts, markdown_safe
 from bertviz_lab.bert.config import ACTIVATIONS
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.views import sizes
@@ -13,9 +14,11 @@ st.markdown(
     "computed live by a real PyTorch BERT."
 )
 ckpt = active_model()
-cfg, card = ckpt.config, ckpt.card
-held = card.get("held_out", {})
-st.subheader(f"Active model: {ckpt.path.name}")
+cfg, name = ckpt.config, ckpt.path.name
+# The folder name and the card are data: text that Streamlit's markdown would change is shown as plain text.
+st.subheader(f"Active model: {name}" if markdown_safe(name) else "Active model")
+if not markdown_safe(name):
+    st.text(name)
 cols = st.columns(5)
 cols[0].metric("Layers", cfg.num_hidden_layers)
 cols[1].metric("Heads per layer", cfg.num_attention_heads)
@@ -24,16 +27,15 @@ cols[3].metric("Parameters", f"{ckpt.model.num_parameters() / 1e6:.1f} M")
 cols[4].metric("Vocabulary", f"{ckpt.tokenizer.vocab_size:,}")
 facts = [f"reads up to {cfg.max_position_embeddings} tokens",
          f"heads: {'MLM + NSP' if ckpt.model.has_nsp else 'MLM only' if ckpt.model.has_mlm else 'none (encoder only)'}"]
-if card.get("corpus"):
-    facts.append(f"trained on the {card['corpus']} for {card.get('steps', '?'):,} steps")
-if held:
-    facts.append(f"held-out masked-word accuracy {held['mlm_top1']:.0%} (top-1), {held['mlm_top5']:.0%} (top-5)")
-    if "nsp_acc" in held:
-        facts.append(f"next-sentence accuracy {held['nsp_acc']:.0%}")
-st.caption(" · ".join(facts))
+card = card_facts(ckpt.card)
+if all(markdown_safe(fact) for fact in card):
+    st.caption(" · ".join(facts + card))
+else:
+    st.caption(" · ".join(facts))
+    st.text(" · ".join(card))
 st.caption(f"Feed-forward activation: {ACTIVATIONS[cfg.hidden_act]}.")
 with st.expander("How big is it next to the BERT family?"):
-    active = sizes.Shape(f"active: {ckpt.path.name}", cfg.num_hidden_layers, cfg.hidden_size,
+    active = sizes.Shape(f"active: {name}", cfg.num_hidden_layers, cfg.hidden_size,
                          cfg.num_attention_heads, cfg.intermediate_size, cfg.vocab_size,
                          cfg.max_position_embeddings, cfg.type_vocab_size, "this lab")
     st.dataframe(sizes.family_table(active), hide_index=True)

@@ -3,7 +3,8 @@
 The run is a separate process (the CLI's `train` command), so the page never waits
 for it and a refresh finds it still going. While it trains, the live panel redraws
 itself every second or two: status, progress, loss and accuracy curves, and a probe
-sentence read by the newest checkpoint.
+sentence read by the newest checkpoint. A run that is not training can be resumed or deleted; in
+classroom mode a visitor controls only its own runs.
 """
 
 import streamlit as st
@@ -21,11 +22,12 @@ all_runs = runs.list_runs()
 with st.expander("Start a new run", expanded=not any(r.active for r in all_runs), icon=":material/add:"):
     st.caption("The defaults are the classroom preset: its held-out MLM loss halves after about 900 steps, a "
                "minute or two on a 2-core laptop. Every value is checked before anything starts.")
-    started = ui.run_form()
+    started = ui.run_form(sum(r.active for r in all_runs))
 if started is not None:
     st.toast(f"Started {started.name}", icon=":material/play_arrow:")
     all_runs = runs.list_runs()
 
+ui.notice()
 if not all_runs:
     st.info("No runs yet. Start one above: it trains in the background, and this page follows it live.")
     st.stop()
@@ -33,7 +35,7 @@ if not all_runs:
 st.header("Live")
 run = ui.pick_run(all_runs, started)
 ui.live_panel(run)
-ui.use_model_button(run)
+ui.run_actions(run)
 
 st.header("All runs")
 st.caption("Runs are folders under the runs directory, so every tab and every visitor sees them. Overlay "

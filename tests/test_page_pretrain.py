@@ -196,3 +196,45 @@ def test_overlaying_runs_draws_each_runs_held_out_curve(runs_dir):
     for trace, run in zip(overlay["data"], held):
         np.testing.assert_allclose(array(trace["y"]), [r["mlm_loss"] for r in held[run]])
     assert [t["name"] for t in charts(at, "NSP loss")[-1]["data"]] == ["with-nsp · held-out"]
+
+
+def made_run(root: Path, name: str, status: str, checkpoint: bool) -> Path:
+    """A run folder as a trainer leaves it (no process), with or without a checkpoint folder."""
+    folder = root / name
+    (folder / "checkpoints" / "step-000002").mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"config": TrainConfig(**TINY).to_dict(), "command": []}))
+    (folder / "status.json").write_text(json.dumps({"status": status, "message": "", "step": 3, "total_steps": 20,
+                                                    "created": time.time()}))
+    if checkpoint:
+        (folder / "checkpoint.json").write_text(json.dumps({"step": 2, "path": "checkpoints/step-000002"}))
+    return folder
+
+
+@pytest.mark.parametrize("status, checkpoint, resume", [
+    ("stopped", True, True), ("failed", True, True), ("diverged", True, True),
+    ("failed", False, False), ("finished", True, False), ("unreadable", True, False),
+])
+def test_resume_is_offered_for_stopped_failed_and_diverged_runs_with_a_checkpoint(runs_dir, status, checkpoint,
+                                                                                   resume):
+    folder = made_run(runs_dir, "r", "failed" if status == "unreadable" else status, checkpoint)
+    if status == "unreadable":
+        (folder / "status.json").write_text("[]")
+    at = page()
+    assert not at.exception
+    assert ("pretrain.resume" in [b.key for b in at.button]) is resume
+    assert "pretrain.delete" in [b.key for b in at.button]  # nothing trains: it can be deleted
+
+
+def test_a_refused_resume_is_one_line_on_the_page(runs_dir):
+    from bertviz_lab.pretrain import process
+
+    folder = made_run(runs_dir, "busy", "failed", checkpoint=True)
+    at = page()
+    lock = process.hold(folder, "training, started by owner")  # as if a trainer had just taken it
+    try:
+        at.button(key="pretrain.resume").click().run()
+    finally:
+        lock.release()
+    assert not at.exception
+    assert any(w.value.startswith("run 'busy' is in use: process ") for w in at.warning)
+    assert runs.read(folder).status == "failed"  # nothing started

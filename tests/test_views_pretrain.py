@@ -99,12 +99,13 @@ def test_curves_are_read_from_the_metrics_file(tmp_path):
 
 # --- The form ----------------------------------------------------------------------------------
 def test_form_values_become_a_train_config_with_whole_numbers_as_ints():
-    cfg = vp.form_config(form(steps=20.0, hidden=64.0, heads=4.0, lr=0.002, nsp=False))
-    assert cfg == TrainConfig(steps=20, hidden=64, heads=4, lr=0.002, nsp=False, device="cpu")
+    new = vp.form_config(form(steps=20.0, hidden=64.0, heads=4.0, lr=0.002, nsp=False))
+    cfg = new.config
+    assert new.text is None and cfg == TrainConfig(steps=20, hidden=64, heads=4, lr=0.002, nsp=False, device="cpu")
     assert type(cfg.steps) is int and type(cfg.hidden) is int and cfg.layers is None  # empty: the preset's
     assert cfg.corpus == "builtin"
     assert cfg.random_tokens == "vocabulary"  # as BERT, unless the form says otherwise
-    assert vp.form_config(form(random_tokens="wordpieces")).random_tokens == "wordpieces"
+    assert vp.form_config(form(random_tokens="wordpieces")).config.random_tokens == "wordpieces"
     assert "Runs saved before this setting existed used wordpieces" in vp.RANDOM_TOKEN_HELP
 
 
@@ -148,11 +149,71 @@ def test_unusable_text_is_refused_as_the_corpus_and_nothing_is_saved(runs_dir, c
 
 
 @pytest.mark.parametrize("corpus", ["paste", "upload"])
-def test_usable_text_is_saved_once_under_the_runs_folder(runs_dir, corpus):
+def test_usable_text_is_checked_now_and_saved_once_only_when_its_run_starts(runs_dir, corpus, monkeypatch):
     text = " ".join([SENTENCE] * 30)
     given = text.encode("utf-8-sig") if corpus == "upload" else text  # a BOM is allowed in a file
-    cfg = vp.form_config(form(), corpus, given, "class.txt")
-    saved = Path(cfg.corpus)
-    assert saved.parent == runs_dir / "uploads" and saved.read_text(encoding="utf-8") == text
-    assert vp.form_config(form(), "paste", text).corpus == cfg.corpus  # named by its content
+    new = vp.form_config(form(), corpus, given, "class.txt")
+    saved = Path(new.config.corpus)
+    assert saved.parent == runs_dir / "uploads" and new.text == text
+    assert not saved.exists()  # validated, not yet written
+    assert vp.form_config(form(), "paste", text).config.corpus == new.config.corpus  # named by its content
+    started = []
+    monkeypatch.setattr(runs, "start", lambda cfg, name, **kw: started.append((cfg, name, kw)) or "run")
+    assert vp.start_run(new, "mine", "visitor 10.0.0.7", 2) == "run"
+    assert saved.read_text(encoding="utf-8") == text
+    assert started == [(new.config, "mine", {"started_by": "visitor 10.0.0.7", "max_active": 2})]
+    vp.start_run(new, "again")
     assert len(list((runs_dir / "uploads").iterdir())) == 1
+
+
+def test_a_run_that_does_not_start_leaves_no_text_behind(runs_dir):
+    text = " ".join([SENTENCE] * 30)
+    (runs_dir / "taken").mkdir()
+    new = vp.form_config(form(), "paste", text)
+    with pytest.raises(ConfigError, match="already exists"):
+        vp.start_run(new, "taken")
+    assert not Path(new.config.corpus).exists()
+    Path(new.config.corpus).parent.mkdir(exist_ok=True)
+    Path(new.config.corpus).write_text(text)  # written for a run that is starting: it stays
+    with pytest.raises(ConfigError, match="already exists"):
+        vp.start_run(new, "taken")
+    assert Path(new.config.corpus).read_text() == text
+
+
+def test_unreadable_runs_describe_themselves_and_show_who_started_each_run():
+    rows = vp.run_rows([run("unreadable", config={}, name="bad"), run(name="ok")], lambda path: Curves())
+    broken = runs.RunInfo(name="x", path=Path("x"), status="unreadable", message="status.json: step should be ...")
+    assert vp.run_rows([broken], lambda path: Curves())["settings"].tolist() == ["status.json: step should be ..."]
+    assert rows["started by"].tolist() == ["owner", "owner"] and vp.describe({}) == "settings unknown"
+
+
+# --- Who may do what --------------------------------------------------------------------------
+VISITOR, OTHER = "visitor 10.0.0.7", "visitor 10.0.0.8"
+
+
+@pytest.mark.parametrize("started_by, who, allowed", [
+    ("owner", "owner", True), (VISITOR, "owner", True),  # the machine's owner controls every run
+    (VISITOR, VISITOR, True),  # a visitor its own
+    (OTHER, VISITOR, False), ("owner", VISITOR, False),  # not another visitor's, not the owner's
+    ("", VISITOR, False), ("visitor 10.0.0.7 ", VISITOR, False),  # no near misses
+])
+def test_who_may_stop_resume_or_delete_a_run(started_by, who, allowed):
+    target = runs.RunInfo(name="r", path=Path("r"), status="running", started_by=started_by)
+    assert vp.can_control(target, who) is allowed
+
+
+def test_the_note_says_whose_run_it_is():
+    note = lambda by: vp.control_note(runs.RunInfo(name="r", path=Path("r"), status="stopped", started_by=by))  # noqa: E731
+    assert note(OTHER) == f"Started by {OTHER}: only they or this machine's owner can stop, resume or delete it."
+    assert note("owner").startswith("Started by this machine's owner: only the owner")
+    assert note("").startswith("Started by someone else: ")
+
+
+@pytest.mark.parametrize("active, who, cap, allowed", [
+    (0, VISITOR, 2, True), (1, VISITOR, 2, True), (2, VISITOR, 2, False), (5, VISITOR, 2, False),
+    (5, "owner", 2, True),  # the owner is not capped
+    (0, VISITOR, 1, True), (1, VISITOR, 1, False),
+])
+def test_visitors_start_runs_only_below_the_cap(active, who, cap, allowed):
+    assert vp.start_allowed(active, who, cap) is allowed
+    assert str(cap) in vp.cap_note(active, cap)

@@ -3,13 +3,22 @@
 `load_checkpoint` opens folders written here or by `transformers`' `save_pretrained`
 (BertForPreTraining, BertForMaskedLM, BertModel), old-style `pytorch_model.bin`
 through `torch.load(weights_only=True)`, and nothing that needs unpickling of
-arbitrary objects. Every problem is a `CheckpointError` with one clear line.
+arbitrary objects. A folder is anything a user types, so every file is checked before
+it is read and the model's memory before it is allocated: the config's size fields are
+bounded, the weights' bytes are estimated from the config and compared with free memory,
+and a safetensors header is checked against the file and the config before a byte of
+tensor data is read. Every problem is a `CheckpointError` with one clear line.
 """
 
 from __future__ import annotations
 
-import json
+import math
+import os
 import pickle
+import re
+import stat
+import struct
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,14 +26,18 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from bertviz_lab import atomic
-from bertviz_lab.bert.config import BertConfig
+from bertviz_lab import atomic, files
+from bertviz_lab.bert.config import BertConfig, show
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import CheckpointError, ConfigError
 
 CARD_FILE = "model_card.json"  # our addition: how the model was trained and how well it does
-MAX_JSON_BYTES = 1 << 20
+SAFETENSORS, PYTORCH_BIN = "model.safetensors", "pytorch_model.bin"
+# Bytes per element of the safetensors dtypes a BERT checkpoint may hold (weights, position ids).
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit
+EXTRA_WEIGHT_BYTES = 64 << 20  # heads we ignore and buffers a real file may carry besides our weights
 
 
 @dataclass
@@ -50,69 +63,195 @@ def save_checkpoint(model: BertForPreTraining, tokenizer: WordPieceTokenizer, di
     if card is not None:
         atomic.write_json(directory / CARD_FILE, card)
     tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
-    with atomic.atomic_path(directory / "model.safetensors") as tmp:
+    with atomic.atomic_path(directory / SAFETENSORS) as tmp:
         save_file(tensors, str(tmp), metadata={"format": "pt"})
     return directory
 
 
 def load_checkpoint(directory, device: str | torch.device = "cpu") -> Checkpoint:
-    directory = Path(directory).expanduser()
-    if not directory.is_dir():
-        raise CheckpointError(f"no model folder at {directory}")
+    """The model, tokenizer and card in `directory`, each file checked before it is read."""
+    directory = _folder(directory)
     config = _read_config(directory)
-    state = _normalize_keys(_read_weights(directory))
-    mlm = "cls.predictions.transform.dense.weight" in state
-    nsp = "cls.seq_relationship.weight" in state and "bert.pooler.dense.weight" in state
-    pooler = "bert.pooler.dense.weight" in state
-    model = BertForPreTraining(config, mlm_head=mlm, nsp_head=nsp, pooler=pooler)
+    weights, size = _weights_file(directory, config)
+    # The model's fp32 weights, plus the state dict they are loaded from (at least as large).
+    files.check_memory(4 * config.num_parameters() + max(4 * config.num_parameters(), size),
+                       f"the model in {directory.name}", CheckpointError)
+    if weights.name == SAFETENSORS:  # names, shapes and dtypes, before a byte of tensor data is read
+        _check_entries(config, _safetensors_entries(weights, size))
+    tokenizer = WordPieceTokenizer.from_dir(directory, max_tokens=config.vocab_size)
+    card = files.read_json(directory / CARD_FILE, error=CheckpointError) if _exists(directory / CARD_FILE) else {}
+    state = _normalize_keys(_read_weights(weights))
+    heads = _check_entries(config, {k: (tuple(v.shape), v.is_floating_point()) for k, v in state.items()})
+    model = BertForPreTraining(config, mlm_head=heads["mlm"], nsp_head=heads["nsp"], pooler=heads["pooler"])
     ignored = _load_state(model, state)
-    tokenizer = WordPieceTokenizer.from_dir(directory)
-    if tokenizer.vocab_size > config.vocab_size:
-        raise CheckpointError(f"vocab.txt has {tokenizer.vocab_size} tokens but config.json says "
-                              f"vocab_size={config.vocab_size}: they belong to different models")
-    card = _read_json(directory / CARD_FILE) if (directory / CARD_FILE).is_file() else {}
     return Checkpoint(model.to(device).eval(), tokenizer, directory, card if isinstance(card, dict) else {}, ignored)
 
 
-def _read_json(path: Path):
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise CheckpointError(f"{path.name} is too large to be a config file")
+def _exists(path: Path) -> bool:
+    return os.path.lexists(path)  # True for a FIFO, a device or a dangling link: the readers refuse those
+
+
+def _folder(directory) -> Path:
+    folder = files.check_path(directory, "model folder", CheckpointError)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path.name} is not valid JSON ({exc})") from None
+        info = folder.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise CheckpointError(f"no model folder at {folder}") from None
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"cannot open the model folder {folder}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise CheckpointError(f"no model folder at {folder}: it is a file, not a folder")
+    if (str(folder.resolve()) + "/").startswith(("/proc/", "/sys/", "/dev/")):
+        raise CheckpointError(f"{folder} is a system folder, not a model folder")
+    return folder
 
 
 def _read_config(directory: Path) -> BertConfig:
     path = directory / "config.json"
-    if not path.is_file():
+    if not _exists(path):
         raise CheckpointError(f"{directory} has no config.json: not a Hugging Face model folder")
     try:
-        return BertConfig.from_dict(_read_json(path))
+        return BertConfig.from_dict(files.read_json(path, error=CheckpointError))
     except ConfigError as exc:
         raise CheckpointError(f"config.json: {exc}") from None
 
 
-def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    safetensors_path, bin_path = directory / "model.safetensors", directory / "pytorch_model.bin"
-    if safetensors_path.is_file():
+def _weights_file(directory: Path, config: BertConfig) -> tuple[Path, int]:
+    """The weights file and its size, refused if empty or far larger than the config's weights."""
+    name = next((n for n in (SAFETENSORS, PYTORCH_BIN) if _exists(directory / n)), None)
+    if name is None:
+        raise CheckpointError(f"{directory} has no {SAFETENSORS} or {PYTORCH_BIN}")
+    expected = 4 * config.num_parameters()
+    limit = 2 * expected + EXTRA_WEIGHT_BYTES  # room for fp64 weights or an untied decoder copy
+    path = files.regular_file(directory / name, "weights file", 1 << 62, CheckpointError)
+    size = path.stat().st_size
+    if size == 0:
+        raise CheckpointError(f"{name} is empty")
+    if size > limit:
+        raise CheckpointError(f"{name} is {files.describe_bytes(size)}, but the weights config.json describes take "
+                              f"{files.describe_bytes(expected)}: the file belongs to another model")
+    return path, size
+
+
+def _safetensors_entries(path: Path, size: int) -> dict[str, tuple[tuple[int, ...], bool]]:
+    """name -> (shape, floating point) from the header, after checking it describes this very file."""
+    with open(path, "rb") as f:
+        prefix = f.read(8)
+        length = struct.unpack("<Q", prefix)[0] if len(prefix) == 8 else None
+        if length is None or not 2 <= length <= min(size - 8, MAX_HEADER_BYTES):
+            raise CheckpointError(f"{SAFETENSORS} is truncated or corrupt: its header length "
+                                  f"({'missing' if length is None else f'{length:,} bytes'}) does not fit "
+                                  f"the file ({size:,} bytes)")
+        raw = f.read(length)
+    header = files.parse_json(raw, f"the header of {SAFETENSORS}", CheckpointError)
+    if not isinstance(header, dict):
+        raise CheckpointError(f"the header of {SAFETENSORS} is not a JSON object")
+    header.pop("__metadata__", None)
+    data_bytes, end, entries = size - 8 - length, 0, {}
+    for name, info in sorted(header.items(), key=lambda item: _begin(item[1])):
+        shape, dtype, (begin, stop) = _entry(name, info)
+        if stop > data_bytes:
+            raise CheckpointError(f"{SAFETENSORS} is corrupt or truncated: tensor {show(name)} ends at byte "
+                                  f"{stop:,} of the data, which holds {data_bytes:,}")
+        if begin != end:
+            raise CheckpointError(f"the header of {SAFETENSORS} is corrupt: the tensors do not tile the data "
+                                  f"(a gap or overlap at byte {min(begin, end):,})")
+        entries[name], end = (shape, dtype.startswith(("F", "BF"))), stop
+    if end != data_bytes:
+        extra = data_bytes - end
+        raise CheckpointError(f"{SAFETENSORS} holds {extra:,} byte{'s' * (extra != 1)} after its last tensor "
+                              "that its header does not account for")
+    return entries
+
+
+def _begin(info) -> int:
+    offsets = info.get("data_offsets") if isinstance(info, dict) else None
+    ok = isinstance(offsets, list) and offsets and isinstance(offsets[0], int) and not isinstance(offsets[0], bool)
+    return offsets[0] if ok else -1  # malformed entries first, so _entry names them
+
+
+def _entry(name: str, info) -> tuple[tuple[int, ...], str, tuple[int, int]]:
+    """(shape, dtype, offsets) of one header entry, every field type- and size-checked."""
+    def whole(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    tensor = f"tensor {show(name)}"
+    what = f"{tensor} in the header of {SAFETENSORS}"
+    if not isinstance(info, dict):
+        raise CheckpointError(f"{what} is not described by a JSON object")
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise CheckpointError(f"{what} has dtype {show(dtype)}, which this lab cannot load "
+                              f"(it reads {', '.join(DTYPE_BYTES)})")
+    if not isinstance(shape, list) or len(shape) > 8 or not all(whole(n) for n in shape):
+        raise CheckpointError(f"{what} has an invalid shape {show(shape)}")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(whole(n) for n in offsets)
+            and offsets[0] <= offsets[1]):
+        raise CheckpointError(f"{what} has invalid data offsets {show(offsets)}")
+    needed, span = math.prod(shape) * DTYPE_BYTES[dtype], offsets[1] - offsets[0]
+    if needed != span:
+        raise CheckpointError(f"the header of {SAFETENSORS} lies: {tensor} of {len(shape)} dimensions and dtype "
+                              f"{dtype} needs {needed:,} bytes, its offsets span {span:,}")
+    return tuple(shape), dtype, (offsets[0], offsets[1])
+
+
+def _check_entries(config: BertConfig, found: dict) -> dict[str, bool]:
+    """The heads to build, after checking `found` (key -> (shape, float)) holds every tensor they need."""
+    found = _normalize_keys(found)
+    heads = dict(mlm="cls.predictions.transform.dense.weight" in found,
+                 nsp="cls.seq_relationship.weight" in found and "bert.pooler.dense.weight" in found,
+                 pooler="bert.pooler.dense.weight" in found)
+    expected = config.weight_shapes(**heads)
+    missing = [k for k in expected if k not in found]
+    if missing:
+        raise CheckpointError(f"the weights lack {len(missing)} tensors the config needs, e.g. {missing[0]}")
+    for key, implied in expected.items():
+        shape, is_float = found[key]
+        if tuple(shape) != implied:
+            raise CheckpointError(f"weights do not match config.json: {key} has shape {tuple(shape)}, "
+                                  f"the config implies {implied}")
+        if not is_float:
+            raise CheckpointError(f"{key} is not a floating-point tensor")
+    return heads
+
+
+def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+    if path.name == SAFETENSORS:
         try:
-            return load_file(str(safetensors_path), device="cpu")
+            return load_file(str(path), device="cpu")
         except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
-            raise CheckpointError(f"model.safetensors is corrupt or truncated ({exc})") from None
-    if bin_path.is_file():
-        try:  # weights_only: tensors and plain containers only, never arbitrary objects
-            state = torch.load(bin_path, map_location="cpu", weights_only=True)
-        except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError) as exc:
-            raise CheckpointError("pytorch_model.bin could not be loaded safely: it is corrupt or holds "
-                                  f"more than tensors ({str(exc).splitlines()[0][:200]})") from None
-        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-            raise CheckpointError("pytorch_model.bin does not hold a dictionary of tensors")
-        return state
-    raise CheckpointError(f"{directory} has no model.safetensors or pytorch_model.bin")
+            raise CheckpointError(f"{SAFETENSORS} is corrupt or truncated ({str(exc)[:200]})") from None
+    _check_bin(path)
+    try:  # weights_only: tensors and plain containers only, never arbitrary objects
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError,
+            TypeError, IndexError, KeyError, MemoryError) as exc:
+        raise CheckpointError(f"{PYTORCH_BIN} could not be loaded safely: it is corrupt or holds "
+                              f"more than tensors ({(str(exc).splitlines() or [''])[0][:200]})") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise CheckpointError(f"{PYTORCH_BIN} does not hold a dictionary of named tensors")
+    return state
 
 
-def _normalize_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _check_bin(path: Path) -> None:
+    """Refuse a pytorch_model.bin that is not a whole torch.save file before torch reads it."""
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic.startswith(b"PK"):  # torch.save's zip format: the directory at its end must be there
+        try:
+            with zipfile.ZipFile(path) as archive:
+                claimed = sum(info.file_size for info in archive.infolist())
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise CheckpointError(f"{PYTORCH_BIN} is truncated or corrupt ({exc})") from None
+        if claimed > 2 * path.stat().st_size + EXTRA_WEIGHT_BYTES:
+            raise CheckpointError(f"{PYTORCH_BIN} claims {files.describe_bytes(claimed)} of contents in a "
+                                  f"{files.describe_bytes(path.stat().st_size)} file: it is corrupt")
+    elif not magic.startswith(b"\x80"):  # the legacy format starts with a pickle
+        raise CheckpointError(f"{PYTORCH_BIN} is not a PyTorch weights file")
+
+
+def _normalize_keys(state: dict) -> dict:
     """Map BertModel keys (no `bert.` prefix) and TF-era gamma/beta names onto ours."""
     out = {}
     for key, value in state.items():
@@ -134,18 +273,62 @@ def _normalize_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def _load_state(model: BertForPreTraining, state: dict[str, torch.Tensor]) -> list[str]:
-    """Copy weights in after checking names, shapes and values; returns keys we ignore."""
+    """Copy weights in after checking their values (names and shapes: `_check_entries`)."""
     expected = model.state_dict()
-    missing = [k for k in expected if k not in state]
-    if missing:
-        raise CheckpointError(f"the weights lack {len(missing)} tensors the config needs, e.g. {missing[0]}")
-    for key, tensor in expected.items():
-        if tuple(state[key].shape) != tuple(tensor.shape):
-            raise CheckpointError(f"weights do not match config.json: {key} has shape {tuple(state[key].shape)}, "
-                                  f"the config implies {tuple(tensor.shape)}")
-        if not state[key].is_floating_point():
-            raise CheckpointError(f"{key} is not a floating-point tensor")
+    for key in expected:
         if not torch.isfinite(state[key]).all():
             raise CheckpointError(f"{key} contains NaN or infinite values")
     model.load_state_dict({k: state[k].float() for k in expected})
     return sorted(k for k in state if k not in expected)
+
+
+# What a model card may say, and how a page or the CLI shows it: plain text, facts whose keys
+# are missing or of the wrong type left out. Streamlit's markdown (st.caption, st.subheader)
+# also turns ":name:" into emoji, "->" into arrows and ":material/..." into icons, which no
+# escaping prevents, so text from a file goes into markdown only if `markdown_safe` says so.
+_MARKDOWN_SAFE = re.compile(r"(?:[^\W_]|[ ,.()'%+/?·\-]|:(?=\s|$)|(?<=[^\W_])_(?=[^\W_]))*")  # a_b: no emphasis
+
+
+def markdown_safe(text: str) -> bool:
+    """True if `text` shows exactly as written when passed to Streamlit's markdown."""
+    return (bool(_MARKDOWN_SAFE.fullmatch(text)) and text[:1].isalnum() and "--" not in text
+            and "www." not in text.lower() and not re.match(r"\d+[.)]", text))
+
+
+def card_facts(card: object) -> list[str]:
+    """The model card's training facts as short sentences of plain text (torch-free)."""
+    if not isinstance(card, dict):
+        return []
+    facts = []
+    corpus, steps = _plain(card.get("corpus")), card.get("steps")
+    if corpus:
+        count = f"{steps:,}" if _whole(steps) else "?"
+        facts.append(f"trained on the {corpus} for {count} steps")
+    held = card.get("held_out")
+    held = held if isinstance(held, dict) else {}
+    top1, top5, nsp = (_fraction(held.get(k)) for k in ("mlm_top1", "mlm_top5", "nsp_acc"))
+    if top1 is not None:
+        facts.append(f"held-out masked-word accuracy {top1:.0%} (top-1)"
+                     + (f", {top5:.0%} (top-5)" if top5 is not None else ""))
+    if nsp is not None:
+        facts.append(f"next-sentence accuracy {nsp:.0%}")
+    return facts
+
+
+def _plain(value: object, limit: int = 120) -> str | None:
+    """A card's string on one line: control characters and runs of spaces collapsed, length capped."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join("".join(c if c.isprintable() else " " for c in value[: 4 * limit]).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15
+
+
+def _fraction(value: object) -> float | None:
+    """A rate in [0, 1] (accuracy), or None for anything else: strings, bools, NaN, 7."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        return None
+    return float(value)

@@ -7,6 +7,7 @@ written here loads in `transformers` and a `bert-base-uncased` folder loads here
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 
 from bertviz_lab.errors import ConfigError
@@ -30,6 +31,56 @@ RANDOM_TOKENS = {"vocabulary": "the whole vocabulary, special tokens included (a
                  "wordpieces": "word pieces only (never a special token)"}
 
 
+# The largest value each size field may take: generous for every published BERT-family model
+# (BERT-Large: 24 x 1024, FFN 4096; mBERT / XLM-R vocabularies up to 250,002; long-input BERTs with
+# 4096 positions), yet small enough that a typo or a hostile config.json cannot ask the server for
+# terabytes. The lower bound of each is 1.
+SIZE_LIMITS = {
+    "vocab_size": 300_000,
+    "hidden_size": 4096,
+    "num_hidden_layers": 64,
+    "num_attention_heads": 64,
+    "intermediate_size": 16_384,
+    "max_position_embeddings": 8192,
+    "type_vocab_size": 16,
+}
+MAX_PARAMETERS = 2_000_000_000  # 6x BERT-Large: 8 GB of fp32 weights
+# float field -> (low, high, low included, high included)
+FLOAT_LIMITS = {
+    "hidden_dropout_prob": (0.0, 1.0, True, False),
+    "attention_probs_dropout_prob": (0.0, 1.0, True, False),
+    "initializer_range": (0.0, 1.0, False, True),
+    "layer_norm_eps": (0.0, 1.0, False, True),
+}
+
+
+def show(value: object) -> str:
+    """A short, safe rendering of a user's value for a one-line message (never 400 digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"a {value.bit_length() * 30103 // 100000 + 1}-digit number"
+    if isinstance(value, (bool, int, float)) or value is None:
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:40] + "…")
+    if isinstance(value, list) and len(value) <= 8 and all(isinstance(x, (str, int, float)) for x in value):
+        return f"[{', '.join(show(x) for x in value)}]"
+    return f"a {type(value).__name__}"
+
+
+def _check_whole(name: str, value: object, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise ConfigError(f"{name} must be a whole number from 1 to {high:,}, got {show(value)}")
+
+
+def _check_float(name: str, value: object) -> None:
+    low, high, low_in, high_in = FLOAT_LIMITS[name]
+    number = not isinstance(value, bool) and isinstance(value, (int, float))
+    # ints compare with floats exactly, however large; NaN fails every comparison
+    if not (number and (low <= value if low_in else low < value) and (value <= high if high_in else value < high)):
+        where = f"{'[(' [not low_in]}{low:g}, {high:g}{'])'[not high_in]}"
+        raise ConfigError(f"{name} must be a finite number in {where}, got {show(value)}")
+
+
 @dataclass(frozen=True)
 class BertConfig:
     vocab_size: int = 8192  # WordPiece vocabulary, special tokens included
@@ -47,27 +98,62 @@ class BertConfig:
     pad_token_id: int = 0
 
     def __post_init__(self) -> None:
-        positive = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                    "intermediate_size", "max_position_embeddings", "type_vocab_size")
-        for name in positive:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name, high in SIZE_LIMITS.items():
+            _check_whole(name, getattr(self, name), high)
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"num_attention_heads ({self.num_attention_heads}) must divide "
                 f"hidden_size ({self.hidden_size})")
         if not isinstance(self.hidden_act, str) or self.hidden_act not in ACTIVATIONS:
-            raise ConfigError(f"hidden_act must be one of {', '.join(ACTIVATIONS)}, got {self.hidden_act!r}")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ConfigError(f"pad_token_id must be a token id below vocab_size, got {self.pad_token_id}")
+            raise ConfigError(f"hidden_act must be one of {', '.join(ACTIVATIONS)}, got {show(self.hidden_act)}")
+        for name in FLOAT_LIMITS:
+            _check_float(name, getattr(self, name))
+        pad = self.pad_token_id
+        if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < self.vocab_size:
+            raise ConfigError(f"pad_token_id must be a token id below vocab_size ({self.vocab_size:,}), "
+                              f"got {show(pad)}")
+        if self.num_parameters() > MAX_PARAMETERS:
+            raise ConfigError(f"this configuration has {self.num_parameters():,} parameters; the limit is "
+                              f"{MAX_PARAMETERS:,} (BERT-Large has about 336 million)")
 
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
+
+    def weight_shapes(self, *, mlm: bool = True, nsp: bool = True, pooler: bool = True) -> dict[str, tuple]:
+        """Name -> shape of every weight of a `BertForPreTraining` with these heads, in Hugging Face's
+        naming: what a checkpoint must hold, known before any tensor exists."""
+        d, ff, vocab = self.hidden_size, self.intermediate_size, self.vocab_size
+
+        def dense(name: str, d_out: int, d_in: int) -> dict:
+            return {f"{name}.weight": (d_out, d_in), f"{name}.bias": (d_out,)}
+
+        def norm(name: str) -> dict:
+            return {f"{name}.LayerNorm.weight": (d,), f"{name}.LayerNorm.bias": (d,)}
+
+        shapes = {"bert.embeddings.word_embeddings.weight": (vocab, d),
+                  "bert.embeddings.position_embeddings.weight": (self.max_position_embeddings, d),
+                  "bert.embeddings.token_type_embeddings.weight": (self.type_vocab_size, d),
+                  **norm("bert.embeddings")}
+        for i in range(self.num_hidden_layers):
+            layer = f"bert.encoder.layer.{i}"
+            for name in ("query", "key", "value"):
+                shapes.update(dense(f"{layer}.attention.self.{name}", d, d))
+            shapes.update({**dense(f"{layer}.attention.output.dense", d, d), **norm(f"{layer}.attention.output"),
+                           **dense(f"{layer}.intermediate.dense", ff, d), **dense(f"{layer}.output.dense", d, ff),
+                           **norm(f"{layer}.output")})
+        if pooler or nsp:
+            shapes.update(dense("bert.pooler.dense", d, d))
+        if mlm:  # the decoder is tied to the word embeddings: only its bias is a weight of its own
+            shapes.update({"cls.predictions.bias": (vocab,), **dense("cls.predictions.transform.dense", d, d),
+                           **norm("cls.predictions.transform")})
+        if nsp:
+            shapes.update(dense("cls.seq_relationship", 2, d))
+        return shapes
+
+    def num_parameters(self, *, mlm: bool = True, nsp: bool = True, pooler: bool = True) -> int:
+        """Weights of a `BertForPreTraining` with these heads, counted from the shape alone."""
+        return sum(math.prod(shape) for shape in self.weight_shapes(mlm=mlm, nsp=nsp, pooler=pooler).values())
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -76,19 +162,22 @@ class BertConfig:
         return {"architectures": [architecture], "model_type": "bert", **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "BertConfig":
-        """Build from a `config.json` dict, ignoring keys that are not ours (HF extras)."""
+    def from_dict(cls, data: object) -> "BertConfig":
+        """Build from a `config.json` dict, ignoring keys that are not ours (HF extras).
+
+        Any JSON value in gives a config or a `ConfigError`, never another exception.
+        """
         if not isinstance(data, dict):
             raise ConfigError("config.json must hold a JSON object")
         model_type = data.get("model_type", "bert")
         if model_type != "bert":
-            raise ConfigError(f"this is a {model_type!r} model, not a BERT (model_type must be 'bert')")
+            raise ConfigError(f"this is a {show(model_type)} model, not a BERT (model_type must be 'bert')"
+                              if isinstance(model_type, str) else f"model_type must be 'bert', got {show(model_type)}")
         known = {f.name for f in fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
-        try:
-            return cls(**kwargs)
-        except TypeError as exc:  # a field of the wrong type, e.g. a list
-            raise ConfigError(f"config.json has an invalid value: {exc}") from None
+        if kwargs.get("pad_token_id", 0) is None:  # some configs write null: BERT pads with id 0
+            del kwargs["pad_token_id"]
+        return cls(**kwargs)
 
 
 # name -> (layers, hidden, heads); intermediate is 4 x hidden, as in Turc et al. (2019).

@@ -9,7 +9,6 @@ app needs to draw tokens: offsets, segment and sequence ids, word ids, truncatio
 
 from __future__ import annotations
 
-import json
 import operator
 import os
 import re
@@ -20,6 +19,7 @@ from typing import Iterable
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from tokenizers import Encoding as RawEncoding
 
+from bertviz_lab import files
 from bertviz_lab.atomic import write_json, write_text
 from bertviz_lab.errors import CheckpointError, InputError
 
@@ -32,6 +32,7 @@ FRAME_TOKENS = frozenset({CLS, SEP, PAD})
 _TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE | re.ASCII)
 _MIN_LENGTH = {False: 3, True: 5}  # specials plus one token per text (single, pair)
 _MODEL_MAX_LENGTH = 512
+MAX_VOCAB_BYTES = files.MAX_TEXT_FILE_BYTES  # 50 MB: ten times the largest real vocab.txt
 
 
 @dataclass(frozen=True)
@@ -138,40 +139,43 @@ class WordPieceTokenizer:
         return cls(_build({t: i for i, t in enumerate(tokens)}, lowercase), lowercase)
 
     @classmethod
-    def from_vocab_file(cls, path: str | os.PathLike, lowercase: bool = True) -> WordPieceTokenizer:
-        """Build from a vocab.txt with one token per line (line number = id)."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise CheckpointError(f"Vocabulary file {path} does not exist.") from None
-        except (OSError, UnicodeError) as exc:
-            raise CheckpointError(f"Cannot read vocabulary file {path}: {exc}.") from None
+    def from_vocab_file(cls, path: str | os.PathLike, lowercase: bool = True,
+                        max_tokens: int | None = None) -> WordPieceTokenizer:
+        """Build from a vocab.txt with one token per line (line number = id).
+
+        The file must be a regular UTF-8 file of at most 50 MB (checked before reading); with
+        `max_tokens`, a longer vocabulary is refused before any tokenizer is built.
+        """
+        path = files.check_path(path, "vocabulary file", CheckpointError)
+        if not os.path.lexists(path):
+            raise CheckpointError(f"Vocabulary file {path} does not exist.")
+        text = files.read_text(path, "vocabulary file", MAX_VOCAB_BYTES, CheckpointError)
         # split("\n"), not splitlines(): real vocabularies contain characters such as
         # U+0085 that splitlines() treats as line breaks.
         lines = [line.rstrip("\r") for line in text.split("\n")]
         if lines and lines[-1] == "":
             lines.pop()
+        if max_tokens is not None and len(lines) > max_tokens:
+            raise CheckpointError(f"{path.name} lists {len(lines):,} tokens but the model has room for "
+                                  f"{max_tokens:,} (vocab_size): they belong to different models.")
         return cls.from_vocab(lines, lowercase)
 
     @classmethod
-    def from_dir(cls, directory: str | os.PathLike) -> WordPieceTokenizer:
+    def from_dir(cls, directory: str | os.PathLike, max_tokens: int | None = None) -> WordPieceTokenizer:
         """Load vocab.txt (and do_lower_case from tokenizer_config.json) from a folder."""
-        folder = Path(directory)
-        if not (folder / "vocab.txt").is_file():
+        folder = files.check_path(directory, "tokenizer folder", CheckpointError)
+        if not os.path.lexists(folder / "vocab.txt"):
             raise CheckpointError(f"No vocab.txt in {folder}; is this a BERT checkpoint folder?")
         lowercase = True  # transformers' default when the config does not say
         config = folder / "tokenizer_config.json"
-        if config.exists():
-            try:
-                settings = json.loads(config.read_text(encoding="utf-8"))
-            except (OSError, UnicodeError, ValueError) as exc:
-                raise CheckpointError(f"Cannot read {config}: {exc}.") from None
+        if os.path.lexists(config):
+            settings = files.read_json(config, "tokenizer_config.json", error=CheckpointError)
             if not isinstance(settings, dict):
                 raise CheckpointError(f"{config} should hold a JSON object of settings.")
             lowercase = settings.get("do_lower_case", True)
             if not isinstance(lowercase, bool):
                 raise CheckpointError(f"{config} must set do_lower_case to true or false.")
-        return cls.from_vocab_file(folder / "vocab.txt", lowercase)
+        return cls.from_vocab_file(folder / "vocab.txt", lowercase, max_tokens)
 
     @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int = 8192, min_frequency: int = 2,

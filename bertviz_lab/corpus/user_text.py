@@ -12,6 +12,9 @@ import re
 from bertviz_lab.errors import InputError
 
 SENTENCES_PER_DOCUMENT = 5  # for text that has no paragraphs of its own
+# The largest text file a user may upload: 20 MiB, equal to server.maxUploadSize = 20 in
+# .streamlit/config.toml, which Streamlit's server counts in megabytes of 2**20 bytes.
+MAX_TEXT_BYTES = 20 * 2**20
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _WHITESPACE = re.compile(r"\s+")
 # Unicode's control characters (category Cc), except those that count as whitespace
@@ -78,7 +81,7 @@ def documents_from_text(text: str, min_sentences: int = 20,
     return documents
 
 
-def read_text_file(data: bytes, max_bytes: int = 20_000_000) -> str:
+def read_text_file(data: bytes, max_bytes: int = MAX_TEXT_BYTES) -> str:
     """Decode an uploaded .txt file, which must be UTF-8 (a BOM is allowed)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InputError(f"the upload must be bytes; got {type(data).__name__}")

@@ -11,16 +11,15 @@ scheduler, RNG) is read back with `torch.load(weights_only=True)`.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
 import torch
 
-from bertviz_lab import atomic
+from bertviz_lab import atomic, files
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
-from bertviz_lab.errors import CheckpointError
+from bertviz_lab.errors import CheckpointError, LabError
 
 POINTER = "checkpoint.json"
 STATE_FILE = "trainer_state.pt"
@@ -54,11 +53,10 @@ def _prune(checkpoints: Path, keep: str) -> None:
 
 def latest(run_dir) -> Path | None:
     """The folder of the run's last good checkpoint, or None."""
-    pointer = Path(run_dir) / POINTER
-    try:
-        data = json.loads(pointer.read_text(encoding="utf-8"))
+    try:  # size-capped, regular files only: a FIFO or a huge file planted here cannot hang a page
+        data = files.read_json(Path(run_dir) / POINTER)
         folder = (Path(run_dir) / data["path"]).resolve()
-    except (OSError, ValueError, KeyError, TypeError):
+    except (LabError, OSError, ValueError, KeyError, TypeError):
         return None
     inside = Path(run_dir).resolve() in folder.parents
     return folder if inside and folder.is_dir() else None

@@ -1,21 +1,64 @@
 """Settings of a pretraining run, validated before anything starts.
 
-Every invalid value raises `ConfigError` naming the field, so the CLI and the
-Pretrain page can refuse a run with a message instead of crashing a process.
+Every invalid value raises `ConfigError` naming the field in one sentence, so the CLI and the
+Pretrain page refuse a run with a message instead of crashing a process. Every number has an
+upper bound as well as a lower one: generous for real use, small enough that a typo or a
+hostile form cannot ask a classroom machine for terabytes (`resources.check_resources` then
+weighs what is left against the machine's free memory).
 """
 
 from __future__ import annotations
 
+import math
+import os
+import re
 from dataclasses import asdict, dataclass, fields
 from numbers import Integral, Real
 
-from bertviz_lab.bert.config import PRESET_SHAPES, BertConfig, preset
+from bertviz_lab.bert.config import PRESET_SHAPES, SIZE_LIMITS, BertConfig, preset, show
 from bertviz_lab.bert.config import RANDOM_TOKENS as RANDOM_TOKEN_WORDS
 from bertviz_lab.errors import ConfigError
 
 PRECISIONS = ("auto", "fp32", "bf16")
 RANDOM_TOKENS = tuple(RANDOM_TOKEN_WORDS)  # where the 10% random tokens come from (the masking rule's options)
 LEGACY_RANDOM_TOKENS = "wordpieces"  # what a run.json written before the setting existed trained with
+DEVICES = re.compile(r"auto|cpu|cuda(:\d{1,2})?")  # what bert.device.resolve_device accepts
+MAX_STEPS = 10_000_000  # weeks of training even for the tiny model; also bounds warmup and the intervals
+
+# Whole-number field -> (lowest, highest). threads is bounded by this machine's cores (see `max_threads`).
+INT_LIMITS = {
+    "steps": (1, MAX_STEPS),
+    "batch_size": (1, 4096),
+    "seq_len": (8, 512),  # the model's position table is seq_len long; BERT's has 512
+    "vocab_size": (100, SIZE_LIMITS["vocab_size"]),  # below 100 the specials and the letters fill it
+    "warmup": (0, MAX_STEPS),
+    "grad_accum": (1, 1024),
+    "eval_every": (1, MAX_STEPS),
+    "eval_batches": (1, 1000),
+    "checkpoint_every": (1, MAX_STEPS),
+    "seed": (0, 2**32 - 1),  # what numpy and CUDA generators take
+}
+# Overrides of the preset's shape (None keeps the preset's): up to BERT-Large (24 x 1024, 16 heads).
+SHAPE_LIMITS = {"layers": (1, 24), "heads": (1, 64), "hidden": (1, 1024)}
+# Float field -> (test, what it must be); NaN and +-inf are refused before the test.
+FLOAT_RULES = {
+    "lr": (lambda v: 0 < v <= 10, "a finite number in (0, 10]"),
+    "weight_decay": (lambda v: 0 <= v < 1, "a finite number in [0, 1)"),
+    "mask_rate": (lambda v: 0 < v < 1, "a finite number strictly between 0 and 1"),
+    "grad_clip": (lambda v: v >= 0, "0 (off) or a positive finite number"),
+}
+
+
+def upper_bound(name: str) -> int | None:
+    """The largest value a whole-number setting takes (None for floats and unbounded ones)."""
+    if name == "threads":
+        return max_threads()
+    return (INT_LIMITS.get(name) or SHAPE_LIMITS.get(name) or (None, None))[1]
+
+
+def max_threads() -> int:
+    """The most CPU threads a run may ask for: this machine's cores."""
+    return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -48,29 +91,28 @@ class TrainConfig:
     precision: str = "auto"  # bf16 autocast on CUDA; on CPU only where measured faster
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "seq_len", "vocab_size", "grad_accum", "eval_every",
-                     "eval_batches", "checkpoint_every"):
-            _check_int(self, name, minimum=1)
-        for name in ("warmup", "threads", "seed"):
-            _check_int(self, name, minimum=0)
-        for name in ("layers", "heads", "hidden"):
+        for name, (low, high) in INT_LIMITS.items():
+            self._set(name, _whole(name, getattr(self, name), low, high))
+        self._set("threads", _whole("threads", self.threads, 0, max_threads(),
+                                    "0 (all cores but one) to {high:,} (this machine's cores)"))
+        for name, (low, high) in SHAPE_LIMITS.items():
             if getattr(self, name) is not None:
-                _check_int(self, name, minimum=1)
-        _check_real(self, "lr", lambda v: 0 < v <= 10, "a number in (0, 10]")
-        _check_real(self, "weight_decay", lambda v: 0 <= v < 1, "a number in [0, 1)")
-        _check_real(self, "mask_rate", lambda v: 0 < v < 1, "a number strictly between 0 and 1")
-        _check_real(self, "grad_clip", lambda v: v >= 0, "0 (off) or a positive number")
-        if self.preset not in PRESET_SHAPES:
-            raise ConfigError(f"preset must be one of {', '.join(PRESET_SHAPES)}, got {self.preset!r}")
-        if not isinstance(self.random_tokens, str) or self.random_tokens not in RANDOM_TOKENS:
-            raise ConfigError(f"random_tokens must be one of {', '.join(RANDOM_TOKENS)}, got {self.random_tokens!r}")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        if self.seq_len < 8 or self.seq_len > 512:
-            raise ConfigError(f"seq_len must be between 8 and 512 tokens, got {self.seq_len}")
+                self._set(name, _whole(name, getattr(self, name), low, high, "{low:,} to {high:,} (BERT-Large)"))
+        for name, (ok, wanted) in FLOAT_RULES.items():
+            self._set(name, _finite(name, getattr(self, name), ok, wanted))
+        _choice("preset", self.preset, tuple(PRESET_SHAPES))
+        _choice("random_tokens", self.random_tokens, RANDOM_TOKENS)
+        _choice("precision", self.precision, PRECISIONS)
+        if not isinstance(self.device, str) or not DEVICES.fullmatch(self.device):
+            raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {show(self.device)}")
+        if not isinstance(self.nsp, bool):
+            raise ConfigError(f"nsp must be true or false, got {show(self.nsp)}")
         if not isinstance(self.corpus, str) or not self.corpus.strip():
             raise ConfigError("corpus must be 'builtin' or the path of a .txt file")
         self.model_config(vocab_size=100)  # shape errors (heads not dividing hidden) surface now
+
+    def _set(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)  # frozen: only __post_init__ normalizes (3.0 -> 3, numpy -> Python)
 
     def model_config(self, vocab_size: int) -> BertConfig:
         overrides = {"num_hidden_layers": self.layers, "num_attention_heads": self.heads,
@@ -89,23 +131,51 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TrainConfig":
-        """The config a run.json (or a checkpoint card) recorded; an old one without random_tokens
-        gets what it actually trained with, LEGACY_RANDOM_TOKENS, not today's default."""
+    def from_dict(cls, data: object) -> "TrainConfig":
+        """The config a run.json (or a checkpoint card) recorded: a TrainConfig or a ConfigError, for any JSON.
+
+        An old one without random_tokens gets what it actually trained with, LEGACY_RANDOM_TOKENS,
+        not today's default. threads above this machine's cores (a run recorded on a bigger
+        machine, resumed here) is clamped to the cores: the run goes on with what this machine
+        has, where refusing would strand it and oversubscribing would only slow it down.
+        """
+        if not isinstance(data, dict):
+            raise ConfigError(f"training settings must be a JSON object, got {show(data)}")
         known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = [key for key in data if key not in known]
         if unknown:
-            raise ConfigError(f"unknown training setting {unknown[0]!r}")
+            raise ConfigError(f"unknown training setting {show(unknown[0])}")
+        threads = data.get("threads")
+        if isinstance(threads, int) and not isinstance(threads, bool) and threads > max_threads():
+            data = {**data, "threads": max_threads()}
         return cls(**{"random_tokens": LEGACY_RANDOM_TOKENS, **data})
 
 
-def _check_int(cfg, name: str, minimum: int) -> None:
-    value = getattr(cfg, name)
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def _whole(name: str, value, low: int, high: int, span: str = "{low:,} to {high:,}") -> int:
+    """`value` as a Python int in [low, high]; a whole float (3.0, as number inputs give) counts."""
+    number = value
+    if isinstance(value, Real) and not isinstance(value, (bool, Integral)):
+        try:
+            number = int(value) if float(value).is_integer() else None
+        except (OverflowError, ValueError):  # inf, nan, a Fraction beyond floats
+            number = None
+    if isinstance(number, bool) or not isinstance(number, Integral) or not low <= number <= high:
+        raise ConfigError(f"{name} must be a whole number from {span.format(low=low, high=high)}, "
+                          f"got {show(value)}")
+    return int(number)
 
 
-def _check_real(cfg, name: str, ok, wanted: str) -> None:
-    value = getattr(cfg, name)
-    if isinstance(value, bool) or not isinstance(value, Real) or value != value or not ok(value):
-        raise ConfigError(f"{name} must be {wanted}, got {value!r}")
+def _finite(name: str, value, ok, wanted: str) -> float:
+    """`value` as a Python float if it is a finite real number that passes `ok`."""
+    try:
+        number = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
+    except (OverflowError, ValueError):  # an int or Fraction too large for a float
+        number = math.nan
+    if not math.isfinite(number) or not ok(number):
+        raise ConfigError(f"{name} must be {wanted}, got {show(value)}")
+    return number
+
+
+def _choice(name: str, value, options: tuple[str, ...]) -> None:
+    if not isinstance(value, str) or value not in options:
+        raise ConfigError(f"{name} must be one of {', '.join(options)}, got {show(value)}")

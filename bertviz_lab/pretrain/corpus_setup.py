@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertviz_lab import corpus
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
-from bertviz_lab.errors import InputError
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.data import DocumentSource, builtin_vocabulary
+from bertviz_lab.pretrain.resources import corpus_documents
 
 HELD_OUT_SEED = 2024  # the built-in held-out stories are the same for every run, so runs compare
 
@@ -45,10 +44,7 @@ def build_corpus(cfg: TrainConfig, run_dir: str | Path | None = None) -> CorpusS
 
 
 def _user_corpus(cfg: TrainConfig) -> CorpusSetup:
-    path = Path(cfg.corpus).expanduser()
-    if not path.is_file():
-        raise InputError(f"corpus file not found: {path}")
-    documents = corpus.documents_from_text(corpus.read_text_file(path.read_bytes()))
+    path, documents = corpus_documents(cfg.corpus)  # capped, regular files only, UTF-8 sentences
     held = max(1, len(documents) // 10)
     train_docs, held_docs = documents[:-held], documents[-held:]
     sentences = [s for doc in train_docs for s in doc]

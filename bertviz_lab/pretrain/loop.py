@@ -184,12 +184,24 @@ class Trainer:
             result.nsp_correct = (nsp_logits.argmax(-1) == batch.nsp_labels).sum()
         return result
 
-    def train_step(self) -> dict:
-        """One optimizer step (over grad_accum micro-batches); returns the step's metrics."""
+    def train_step(self) -> dict | None:
+        """One optimizer step (over grad_accum micro-batches); returns the step's metrics.
+
+        In one process a stop request is also seen between micro-batches, so a big model with many
+        of them stops within one: the partial step is abandoned as if it never began (gradients
+        dropped, random state put back) and None returned; `run` then saves the last whole step.
+        Under torchrun every rank must run the same backward passes (DDP reduces gradients in each),
+        so the ranks agree on stopping at step boundaries only (`_should_stop`).
+        """
         start = time.perf_counter()
         self.ddp.train()
         totals = StepTotals()
+        rng = self._rng_state() if self.world == 1 and self.cfg.grad_accum > 1 else None
         for micro in range(self.cfg.grad_accum):
+            if rng is not None and micro and self.stop_requested:
+                self.optimizer.zero_grad(set_to_none=True)
+                self._set_rng_state(rng)
+                return None
             batch = self.batch(self.step, micro)
             out = self.losses(self.ddp, batch)
             (out.loss / self.cfg.grad_accum).backward()
@@ -240,6 +252,14 @@ class Trainer:
                 "train_config": self.cfg.to_dict(), "device": str(self.device),
                 "training_seconds": round(self.elapsed, 1)}
 
+    def _rng_state(self) -> tuple:
+        return torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+
+    def _set_rng_state(self, state: tuple) -> None:
+        torch.set_rng_state(state[0])
+        if state[1] is not None:
+            torch.cuda.set_rng_state(state[1], self.device)
+
     def _should_stop(self) -> bool:
         flag = torch.tensor(float(self.stop_requested), device=self.device)
         if self.world > 1:
@@ -261,6 +281,8 @@ class Trainer:
                        "message": f"stopped at step {self.step} of {self.cfg.steps}"}
                 return
             record = self.train_step()
+            if record is None:  # stopped between micro-batches: the check above saves the last whole step
+                continue
             finite = record.pop("finite")
             yield record
             if not finite:

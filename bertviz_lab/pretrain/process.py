@@ -1,12 +1,18 @@
-"""The `train` command's body: drive the Trainer and keep the run folder's files current.
+"""The training process and its run folder: the `train` command's body, the folder lock that makes
+it the folder's one trainer, how another process tells it from a reused pid, and its metrics file.
 
-    RUN/run.json        the training config and the command's arguments (after `python -m bertviz_lab`)
-    RUN/metrics.jsonl   one JSON record per line, flushed as it comes
-    RUN/status.json     running / finished / stopped / diverged / failed, with a message (atomic)
-    RUN/checkpoints/    see pretrain/checkpoints.py
+    RUN/run.json           the training config, the command's arguments (after `python -m bertviz_lab`)
+                           and who started the run
+    RUN/metrics.jsonl      one JSON record per line, flushed as it comes
+    RUN/status.json        running / finished / stopped / diverged / failed, with a message, the pid and
+                           that process's start time (atomic)
+    RUN/.lock              held by the trainer from before it writes anything until it exits
+    RUN/lock_holder.json   who holds the lock: pid, host, since when, doing what
+    RUN/checkpoints/       see pretrain/checkpoints.py
 
-SIGTERM or Ctrl-C asks the trainer to stop at the next step boundary; it saves
-a checkpoint and the status becomes "stopped". Rank 0 alone writes under torchrun.
+SIGTERM or Ctrl-C asks the trainer to stop: between micro-batches in one process, at the next step
+boundary under torchrun; it saves a checkpoint and the status becomes "stopped". Rank 0 alone locks
+and writes under torchrun.
 """
 
 from __future__ import annotations
@@ -15,22 +21,122 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import sys
 import time
 import traceback
 from pathlib import Path
 
+import filelock
+import psutil
 import torch.distributed as dist
 
-from bertviz_lab import atomic
-from bertviz_lab.errors import LabError
+from bertviz_lab import atomic, files
+from bertviz_lab.errors import ConfigError, LabError
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
-from bertviz_lab.pretrain.runs import read_metrics
 
 STATUS_EVERY_S = 1.0  # how often train records refresh status.json
+LOCK, HOLDER = ".lock", "lock_holder.json"
+OWNER = "owner"  # who started a run on the machine itself (the app's own user or the command line)
+STARTED_BY_ENV = "BERTVIZ_STARTED_BY"  # how the app tells the trainer who asked for it
 
 
+# --- The folder lock -----------------------------------------------------------------------------
+def hold(run_dir, doing: str, wait_for_parent: bool = False) -> filelock.FileLock:
+    """Take the run folder's lock at once and record who holds it; a ConfigError names the holder.
+    wait_for_parent: a trainer waits (30 s at most) while its parent, the app, holds it to launch it."""
+    run_dir = Path(run_dir)
+    lock = filelock.FileLock(run_dir / LOCK)
+    try:
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            if not (wait_for_parent and _holder(run_dir).get("pid") == os.getppid()):
+                raise
+            lock.acquire(timeout=30)
+    except filelock.Timeout:
+        raise ConfigError(f"run {run_dir.name!r} is in use: {describe_holder(run_dir)}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot lock run folder {run_dir}: {exc.strerror or exc}") from None
+    atomic.write_json(run_dir / HOLDER, {"pid": os.getpid(), "host": socket.gethostname(),
+                                         "since": time.time(), "doing": doing})
+    return lock
+
+
+def _holder(run_dir: Path) -> dict:
+    try:
+        record = files.read_json(run_dir / HOLDER)
+    except LabError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def describe_holder(run_dir) -> str:
+    """'process 4242 on lab-pc holds it since 14:02:11 (training, started by owner)'."""
+    record = _holder(Path(run_dir))
+    pid, host, since, doing = (record.get(k) for k in ("pid", "host", "since", "doing"))
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return "another process holds its lock"
+    when = (f" since {time.strftime('%H:%M:%S', time.localtime(since))}"
+            if isinstance(since, (int, float)) and 0 < since < 1e11 else "")
+    return f"process {pid} on {str(host)[:80]} holds it{when}" + (f" ({str(doing)[:120]})" if doing else "")
+
+
+# --- Which process is the trainer ----------------------------------------------------------------
+def start_time(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch), or None if it is gone."""
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def verified(pid: int | None, started: float | None, name: str) -> psutil.Process | None:
+    """Process `pid` if it is alive (not a zombie) and is the trainer of run `name`: it started at
+    `started`, or (for a status that lacks the time) has `bertviz_lab train` and the run's name on
+    its command line. None for a dead, zombie or reused pid."""
+    if pid is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        if started is not None:
+            return proc if abs(proc.create_time() - started) < 0.1 else None
+        cmd = proc.cmdline()
+        ours = "bertviz_lab" in cmd and "train" in cmd and any(name in arg for arg in cmd)
+        return proc if ours else None
+    except psutil.Error:
+        return None
+
+
+# --- The metrics file ----------------------------------------------------------------------------
+def read_metrics(run_dir, kind: str | None = None) -> list[dict]:
+    """The records of metrics.jsonl (a half-written line, or one that is not a record of numbers, is skipped)."""
+    records = []
+    path = Path(run_dir) / "metrics.jsonl"
+    try:
+        if not path.is_file():  # never open a FIFO or device planted in its place
+            return []
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(record, dict) or (kind is not None and record.get("kind") != kind):
+            continue
+        if record.get("kind") in ("train", "eval") and not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in record.items() if k != "kind"):
+            continue
+        records.append(record)
+    return records
+
+
+# --- The train command ---------------------------------------------------------------------------
 def tune_allocator() -> bool:
     """Let glibc keep freed memory for reuse instead of returning it to the OS.
 
@@ -50,11 +156,12 @@ def tune_allocator() -> bool:
 
 
 class RunFiles:
-    def __init__(self, run_dir: Path, cfg: TrainConfig, created: float):
+    def __init__(self, run_dir: Path, cfg: TrainConfig, created: float, started_by: str):
         self.run_dir, self.cfg, self.created = run_dir, cfg, created
         self.metrics = None
         self.last_status = 0.0
-        self.sticky: dict = {}  # facts that stay in every later status (the device)
+        # facts that stay in every later status (the device); who we are, for `verified`
+        self.sticky: dict = {"pid_started": start_time(os.getpid()), "started_by": started_by}
 
     def status(self, status: str, message: str = "", step: int = 0, **extra) -> None:
         self.sticky.update((k, v) for k, v in extra.items() if k == "device")
@@ -78,24 +185,52 @@ class RunFiles:
         self.metrics.flush()
 
 
+def _resume_record(run_dir: Path) -> tuple[TrainConfig, float, str]:
+    """(config, created, started_by) of a run to resume; ConfigError if its files do not say."""
+    try:
+        run = files.read_json(run_dir / "run.json", error=ConfigError)
+        cfg = TrainConfig.from_dict(run["config"])
+        started_by = run.get("started_by", OWNER)
+        status = files.read_json(run_dir / "status.json", error=ConfigError)
+        created = status.get("created", time.time()) if isinstance(status, dict) else time.time()
+    except (LabError, KeyError, TypeError, AttributeError, ValueError):
+        raise ConfigError(f"{run_dir} is not a run folder that can be resumed") from None
+    ok = isinstance(created, (int, float)) and not isinstance(created, bool) and 0 < created < 1e11
+    return cfg, float(created) if ok else time.time(), started_by if isinstance(started_by, str) else OWNER
+
+
 def execute(run_dir: str | Path, cfg: TrainConfig | None, resume: bool, command: list[str]) -> int:
-    """Run training for the CLI; returns the process exit code (0 finished/stopped, 1 otherwise)."""
+    """Run training for the CLI; returns the process exit code (0 finished/stopped, 1 crashed, 2 refused)."""
     run_dir = Path(run_dir)
     rank = dist.get_rank() if dist.is_initialized() else 0
-    if resume:
-        try:
-            cfg = TrainConfig.from_dict(json.loads((run_dir / "run.json").read_text())["config"])
-            created = json.loads((run_dir / "status.json").read_text()).get("created", time.time())
-        except (OSError, ValueError, KeyError, TypeError):
-            print(f"error: {run_dir} is not a run folder that can be resumed", file=sys.stderr)
-            return 2
-    else:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        created = time.time()
-        if rank == 0:
-            atomic.write_json(run_dir / "run.json", {"config": cfg.to_dict(), "command": command})
-    files = RunFiles(run_dir, cfg, created) if rank == 0 else None
-    if files:
+    lock = None
+    try:
+        if not resume:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        elif not run_dir.is_dir():
+            raise ConfigError(f"{run_dir} is not a run folder that can be resumed")
+        started_by = os.environ.get(STARTED_BY_ENV, OWNER)[:200]
+        if rank == 0:  # before anything is written: a second trainer on this folder stops here
+            lock = hold(run_dir, f"training, started by {started_by}", wait_for_parent=True)
+        if resume:
+            cfg, created, started_by = _resume_record(run_dir)
+        else:
+            created = time.time()
+            if rank == 0:
+                atomic.write_json(run_dir / "run.json", {"config": cfg.to_dict(), "command": command,
+                                                         "started_by": started_by})
+    except (LabError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _train(run_dir, cfg, resume, RunFiles(run_dir, cfg, created, started_by) if rank == 0 else None)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _train(run_dir: Path, cfg: TrainConfig, resume: bool, writer: RunFiles | None) -> int:
+    if writer:
         (run_dir / "stop_requested").unlink(missing_ok=True)
     trainer = None
 
@@ -108,26 +243,26 @@ def execute(run_dir: str | Path, cfg: TrainConfig | None, resume: bool, command:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     try:
-        if files:
-            files.status("running", "preparing the corpus and the model")
+        if writer:
+            writer.status("running", "preparing the corpus and the model")
         trainer = Trainer(cfg, run_dir, resume=resume)
-        if files:
-            files.open_metrics(trainer.step if resume else None)
-            files.status("running", f"training on {trainer.device}", trainer.step, device=str(trainer.device))
-        return _loop(trainer, files)
+        if writer:
+            writer.open_metrics(trainer.step if resume else None)
+            writer.status("running", f"training on {trainer.device}", trainer.step, device=str(trainer.device))
+        return _loop(trainer, writer)
     except KeyboardInterrupt:
-        if files:
-            files.status("stopped", "stopped before training began")
+        if writer:
+            writer.status("stopped", "stopped before training began")
         return 0
     except LabError as exc:
-        if files:
-            files.status("failed", str(exc))
+        if writer:
+            writer.status("failed", str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - a crash must still leave a readable status
         traceback.print_exc()
-        if files:
-            files.status("failed", f"{type(exc).__name__}: {exc}", trainer.step if trainer else 0)
+        if writer:
+            writer.status("failed", f"{type(exc).__name__}: {exc}", trainer.step if trainer else 0)
         return 1
 
 

@@ -1,28 +1,39 @@
-"""Pretraining runs as background processes: start, list, read, stop, resume.
+"""Pretraining runs as background processes: start, list, read, stop, resume, delete.
 
-A run is a folder (RUNS/NAME) and a process running the same command a user
-would type: `python -m bertviz_lab train --run-dir RUNS/NAME ...`. The process
-writes everything (see `process.py`); this module only starts it, reads its
-files and signals it, so the app can be refreshed or closed without harming it.
+A run is a folder (RUNS/NAME) and a process running the same command a user would type:
+`python -m bertviz_lab train --run-dir RUNS/NAME ...`. The process writes everything (see
+`process.py`); this module starts it, reads its files and signals it, so the app can be
+refreshed or closed without harming it. RUN/.lock is held by the folder's one trainer for its
+whole life (and briefly by whoever launches or deletes it); RUN/lock_holder.json says who, for the
+message that refuses a second one. A run's files are data, not trusted: a status.json or run.json
+that is not a record of the expected types reads as "unreadable", and a pid is signalled only if
+that process started when the run recorded (a reused pid is never signalled).
 """
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bertviz_lab import atomic
-from bertviz_lab.errors import ConfigError, InputError
-from bertviz_lab.pretrain import checkpoints
+import filelock
+import psutil
+
+from bertviz_lab import atomic, files
+from bertviz_lab.errors import ConfigError, InputError, LabError
+from bertviz_lab.pretrain import checkpoints, process
 from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.process import OWNER, STARTED_BY_ENV, hold, start_time, verified
+from bertviz_lab.pretrain.resources import check_corpus, check_resources
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 
@@ -32,7 +43,12 @@ def runs_root() -> Path:
     return Path(os.environ.get("BERTVIZ_RUNS", ROOT / "runs"))
 
 ACTIVE = ("starting", "running")
-STOP_MARKER = "stop_requested"
+STATUSES = (*ACTIVE, "finished", "stopped", "diverged", "failed")
+UNREADABLE = "unreadable"  # a status of our own: the run's files could not be read
+RESUMABLE = ("stopped", "failed", "diverged")  # with a checkpoint: diverged ones restart from the last good one
+STOP_MARKER, UPLOADS = "stop_requested", "uploads"
+read_metrics = process.read_metrics  # a run's curves (the trainer's process writes them)
+MAX_COUNT = 10**12  # steps and pids beyond this are not real
 _children: dict[int, subprocess.Popen] = {}  # processes this Python started: polled, so none is left a zombie
 
 
@@ -40,7 +56,7 @@ _children: dict[int, subprocess.Popen] = {}  # processes this Python started: po
 class RunInfo:
     name: str
     path: Path
-    status: str  # starting, running, finished, stopped, diverged, failed
+    status: str  # starting, running, finished, stopped, diverged, failed, unreadable
     message: str = ""
     step: int = 0
     total_steps: int = 0
@@ -48,6 +64,8 @@ class RunInfo:
     config: dict = field(default_factory=dict)
     created: float = 0.0
     updated: float = 0.0
+    started_by: str = OWNER  # OWNER or "visitor <address>" (classroom mode)
+    pid_started: float | None = None  # the trainer's process start time: tells it from a reused pid
 
     @property
     def checkpoint(self) -> Path | None:
@@ -57,12 +75,18 @@ class RunInfo:
     def active(self) -> bool:
         return self.status in ACTIVE
 
+    @property
+    def resumable(self) -> bool:
+        return self.status in RESUMABLE and self.checkpoint is not None
+
 
 def sanitize_name(name: str) -> str:
     """Letters, digits, '.', '_' and '-' only; never a path. Raises if nothing usable is left."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name)).strip(".-")[:64]
     if not cleaned:
-        raise ConfigError(f"run name {name!r} has no usable characters (use letters, digits, - or _)")
+        raise ConfigError(f"run name {str(name)[:80]!r} has no usable characters (use letters, digits, - or _)")
+    if cleaned == UPLOADS:
+        raise ConfigError(f"the run name {UPLOADS!r} is reserved for uploaded text; pick another name")
     return cleaned
 
 
@@ -83,87 +107,148 @@ def cli_args(cfg: TrainConfig) -> list[str]:
     return args
 
 
-def check_corpus(cfg: TrainConfig) -> None:
-    """Fail now, with the reason, if a user corpus cannot be used (before any process starts)."""
-    if cfg.corpus == "builtin":
-        return
-    from bertviz_lab import corpus
-
-    path = Path(cfg.corpus).expanduser()
-    if not path.is_file():
-        raise InputError(f"corpus file not found: {path}")
-    corpus.documents_from_text(corpus.read_text_file(path.read_bytes()))
-
-
-def start(cfg: TrainConfig, name: str | None = None, root: Path | None = None) -> RunInfo:
-    """Validate, create the run folder, and launch the training process in its own session."""
-    check_corpus(cfg)
+# --- Start, resume ------------------------------------------------------------------------------
+def start(cfg: TrainConfig, name: str | None = None, root: Path | None = None, started_by: str = OWNER,
+          max_active: int | None = None) -> RunInfo:
+    """Validate, create the run folder, and launch the training process in its own session.
+    max_active: refuse while that many runs are active (counted and launched under one lock)."""
+    check_corpus(cfg)  # the text is usable, and the run fits this machine's memory
+    check_resources(cfg)
     root = Path(root) if root is not None else runs_root()
-    run_dir = Path(root) / sanitize_name(name or new_name())
-    Path(root).mkdir(parents=True, exist_ok=True)
+    run_dir = root / sanitize_name(name or new_name())
+    root.mkdir(parents=True, exist_ok=True)
+    gate = filelock.FileLock(root / ".start.lock", timeout=30) if max_active is not None else nullcontext()
+    with gate:
+        active = sum(r.active for r in list_runs(root)) if max_active is not None else 0
+        if max_active is not None and active >= max_active:
+            raise ConfigError(f"{active} runs are training and this server allows {max_active} at once; "
+                              "wait for one to finish")
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            raise ConfigError(f"a run named {run_dir.name!r} already exists; pick another name") from None
+        command = [sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(run_dir), *cli_args(cfg)]
+        try:
+            lock = hold(run_dir, f"launching it for {started_by}")
+            try:  # run.json now, not when the trainer is up: readers see the settings (and the text) in use
+                atomic.write_json(run_dir / "run.json", {"config": cfg.to_dict(), "command": command[3:],
+                                                         "started_by": started_by})
+                return _launch(run_dir, command, cfg.steps, started_by)
+            finally:
+                lock.release()
+        except BaseException:
+            shutil.rmtree(run_dir, ignore_errors=True)  # no half-made run is left listed
+            raise
+
+
+def resume(run_dir) -> RunInfo:
+    """Continue a stopped, failed or diverged run from its last good checkpoint (in the background).
+    Checked and launched under the folder lock, the run reads as "starting" before the lock is let
+    go: a second click a moment later is refused instead of starting a second trainer."""
+    run_dir = Path(run_dir)
+    lock = hold(run_dir, "resuming it")
     try:
-        run_dir.mkdir()
-    except FileExistsError:
-        raise ConfigError(f"a run named {run_dir.name!r} already exists; pick another name") from None
-    command = [sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(run_dir), *cli_args(cfg)]
-    return _launch(run_dir, command, cfg.steps)
+        info = read(run_dir)
+        if info.status == UNREADABLE:
+            raise ConfigError(f"run {info.name!r} cannot be resumed: {info.message}")
+        if info.active:
+            raise ConfigError(f"run {info.name!r} is already {info.status}")
+        if info.status not in RESUMABLE:
+            raise ConfigError(f"run {info.name!r} has {info.status} all its steps; start a new run to train longer")
+        if info.checkpoint is None:
+            raise ConfigError(f"run {info.name!r} has no checkpoint to resume from")
+        command = [sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(run_dir), "--resume"]
+        return _launch(run_dir, command, info.total_steps, info.started_by)
+    finally:
+        lock.release()
 
 
-def resume(run_dir: Path) -> RunInfo:
-    info = read(run_dir)
-    if info.active:
-        raise ConfigError(f"run {info.name!r} is still running")
-    if info.checkpoint is None:
-        raise ConfigError(f"run {info.name!r} has no checkpoint to resume from")
-    command = [sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(run_dir), "--resume"]
-    return _launch(Path(run_dir), command, info.total_steps)
-
-
-def _launch(run_dir: Path, command: list[str], steps: int) -> RunInfo:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+def _launch(run_dir: Path, command: list[str], steps: int, started_by: str) -> RunInfo:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           STARTED_BY_ENV: started_by}
+    previous = read(run_dir) if (run_dir / "status.json").exists() else None
     with open(run_dir / "log.txt", "ab") as log:
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     _children[proc.pid] = proc
-    previous = read(run_dir) if (run_dir / "status.json").exists() else None
     # The process replaces this as soon as it is up; until then the run reads as starting.
     atomic.write_json(run_dir / "status.json", {
         "status": "starting", "message": "starting the training process", "pid": proc.pid,
+        "pid_started": start_time(proc.pid), "started_by": started_by,
         "step": previous.step if previous else 0, "total_steps": steps,
-        "created": previous.created if previous else time.time(), "updated": time.time()})
+        "created": previous.created if previous and previous.created else time.time(), "updated": time.time()})
     return read(run_dir)
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    if pid in _children:
-        return _children[pid].poll() is None
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:  # a zombie answers kill(0) but is not running
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
+def trainer(info: RunInfo):
+    """The run's live trainer (a psutil.Process), verified (see `process.verified`); None if there is none."""
+    child = _children.get(info.pid)
+    if child is not None and child.poll() is not None:  # reap our own child: no zombie is left
+        del _children[info.pid]
+        return None
+    return verified(info.pid, info.pid_started, info.name)
+
+
+# --- Reading a run -------------------------------------------------------------------------------
+STATUS_FIELDS = {"status": str, "message": str, "step": int, "total_steps": int, "pid": int,
+                 "pid_started": float, "created": float, "updated": float, "started_by": str}
+WANTED = {str: "text", dict: "a record", int: f"a whole number from 0 to {MAX_COUNT:.0e}", float: "a time in seconds"}
+
+
+def _checked(record, what: str, kinds: dict) -> dict:
+    """The fields of a JSON record that has them with the right types; InputError naming the first bad one."""
+    if not isinstance(record, dict):
+        raise InputError(f"{what} holds {type(record).__name__} data, not a record")
+    out = {}
+    for key, kind in kinds.items():
+        value = record.get(key)
+        if value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = (isinstance(value, kind) if kind in (str, dict) else
+              number and isinstance(value, int) and 0 <= value <= MAX_COUNT if kind is int else
+              number and math.isfinite(value) and 0 <= value < 1e11)
+        if not ok:
+            shown = (f"a {len(str(abs(value)))}-digit number" if number and isinstance(value, int)
+                     else type(value).__name__)
+            raise InputError(f"{what}: {key} should be {WANTED[kind]}, not {shown}")
+        out[key] = value[:1000] if kind is str else value
+    return out
+
+
+def _records(run_dir: Path) -> tuple[dict, dict]:
+    """(status.json, run.json) checked; a missing run.json is an empty record (the run is starting)."""
+    status = _checked(files.read_json(run_dir / "status.json", error=InputError), "status.json", STATUS_FIELDS)
+    if status.get("status") not in STATUSES:
+        raise InputError(f"status.json: unknown status {str(status.get('status'))[:40]!r}")
+    run = {}
+    if (run_dir / "run.json").exists() or (run_dir / "run.json").is_symlink():
+        run = _checked(files.read_json(run_dir / "run.json", error=InputError), "run.json",
+                       {"started_by": str, "config": dict})
+    return status, run
 
 
 def read(run_dir) -> RunInfo:
     run_dir = Path(run_dir)
+    if not (run_dir / "status.json").exists():
+        return RunInfo(name=run_dir.name, path=run_dir, status="failed", message="status.json is missing")
     try:
-        status = json.loads((run_dir / "status.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        status = {"status": "failed", "message": "status.json is missing or unreadable"}
-    try:
-        config = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("config", {})
-    except (OSError, ValueError):
-        config = {}
-    info = RunInfo(name=run_dir.name, path=run_dir, status=status.get("status", "failed"),
-                   message=status.get("message", ""), step=int(status.get("step", 0)),
-                   total_steps=int(status.get("total_steps", config.get("steps", 0))), pid=status.get("pid"),
-                   config=config, created=status.get("created", 0.0), updated=status.get("updated", 0.0))
-    if info.active and not _alive(info.pid):
+        status, run = _records(run_dir)
+    except LabError as exc:
+        try:
+            created = run_dir.stat().st_mtime
+        except OSError:
+            created = 0.0
+        return RunInfo(name=run_dir.name, path=run_dir, status=UNREADABLE, message=str(exc), created=created)
+    config = run.get("config", {})
+    steps = config.get("steps")
+    info = RunInfo(name=run_dir.name, path=run_dir, status=status["status"], message=status.get("message", ""),
+                   step=status.get("step", 0), pid=status.get("pid"), config=config,
+                   total_steps=status.get("total_steps", steps if type(steps) is int and steps >= 0 else 0),
+                   created=float(status.get("created", 0.0)), updated=float(status.get("updated", 0.0)),
+                   started_by=run.get("started_by", status.get("started_by", OWNER)),
+                   pid_started=status.get("pid_started"))
+    if info.active and trainer(info) is None:
         if (run_dir / STOP_MARKER).exists():  # stopped before it could report (still starting up)
             info.status, info.message = "stopped", "stopped before training began"
         else:
@@ -173,39 +258,74 @@ def read(run_dir) -> RunInfo:
 
 
 def list_runs(root: Path | None = None) -> list[RunInfo]:
-    """All runs under root (default `runs_root()`), newest first."""
+    """All runs under root (default `runs_root()`), newest first; an unreadable one is listed as such."""
     root = Path(root) if root is not None else runs_root()
-    if not Path(root).is_dir():
-        return []
-    runs = [read(p) for p in Path(root).iterdir() if p.is_dir() and (p / "status.json").exists()]
-    return sorted(runs, key=lambda r: r.created, reverse=True)
-
-
-def read_metrics(run_dir, kind: str | None = None) -> list[dict]:
-    """The records of metrics.jsonl (a half-written last line is skipped)."""
-    records = []
     try:
-        lines = (Path(run_dir) / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+        folders = [p for p in root.iterdir() if p.is_dir() and (p / "status.json").exists()]
     except OSError:
         return []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if kind is None or record.get("kind") == kind:
-            records.append(record)
-    return records
+    return sorted((read(p) for p in folders), key=lambda r: r.created, reverse=True)
 
 
+def find(name: str, root: Path | None = None) -> Path:
+    """The folder of the run called `name` (for the command line); ConfigError if there is none."""
+    root = Path(root) if root is not None else runs_root()
+    if name not in {r.name for r in list_runs(root)}:
+        raise ConfigError(f"no run named {str(name)[:80]!r} in {root}")
+    return root / name
+
+
+# --- Stop, delete --------------------------------------------------------------------------------
 def stop(run_dir, timeout: float = 0.0) -> bool:
-    """Ask the run to stop (SIGTERM: it saves a checkpoint and reports "stopped"); optionally wait."""
+    """Ask the run to stop (SIGTERM: it saves a checkpoint and reports "stopped"); optionally wait.
+    False, and no signal sent, unless the recorded pid is verified to be this run's live trainer."""
     info = read(run_dir)
-    if not info.active or not _alive(info.pid):
+    proc = trainer(info) if info.active else None
+    if proc is None:
         return False
     (Path(run_dir) / STOP_MARKER).touch()
-    os.kill(info.pid, signal.SIGTERM)
+    try:
+        proc.send_signal(signal.SIGTERM)  # psutil refuses if the pid was reused since `trainer` checked
+    except psutil.Error:
+        return False
     deadline = time.time() + timeout
-    while time.time() < deadline and _alive(info.pid):
+    while time.time() < deadline and trainer(info) is not None:
         time.sleep(0.05)
     return True
+
+
+def delete(run_dir) -> None:
+    """Remove a run that is not training: its folder, and its uploaded or pasted text if no other run uses it."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ConfigError(f"no run folder {run_dir}")
+    try:
+        lock = hold(run_dir, "deleting it")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; stop it first") from None
+    try:
+        info = read(run_dir)
+        if info.active:
+            raise ConfigError(f"run {info.name!r} is {info.status}; stop it first")
+        try:
+            shutil.rmtree(run_dir)
+        except OSError as exc:
+            raise ConfigError(f"could not delete run {info.name!r}: {exc.strerror or exc}") from None
+    finally:
+        lock.release()
+    drop_upload(run_dir.parent, info.config.get("corpus"))
+
+
+def drop_upload(root: Path, corpus) -> None:
+    """Delete `corpus` if it is a file of ROOT/uploads that no remaining run trains on (never any other file)."""
+    if not isinstance(corpus, str):
+        return
+    try:
+        path = Path(corpus).resolve()
+        if path.parent != (root / UPLOADS).resolve():
+            return
+        used = {Path(c).resolve() for r in list_runs(root) if isinstance(c := r.config.get("corpus"), str)}
+        if path not in used:
+            path.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        return

@@ -3,7 +3,8 @@
 Models load once per process (`st.cache_resource`) and are shared by every
 session, so switching back to a model is instant. A folder that fails to load
 leaves the previous model active and says why; CUDA without a GPU falls back to
-the CPU with a note.
+the CPU with a note. In classroom mode a visitor's folder box opens only folders
+under checkpoints/ and runs/, and the messages a visitor reads name no server path.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
+from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint, markdown_safe
 from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available, describe_devices
-from bertviz_lab.errors import LabError
+from bertviz_lab.errors import CheckpointError, LabError
+from bertviz_lab.files import check_path
 from bertviz_lab.pretrain import runs
-from bertviz_lab.ui import state
+from bertviz_lab.ui import classroom, state
 from bertviz_lab.ui.router import ensure_router
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Model as K
@@ -53,17 +55,37 @@ def device_name() -> str:
     return "cuda" if choice == "auto" and cuda_available() else ("cpu" if choice == "auto" else choice)
 
 
+def visitor_roots() -> dict[str, Path]:
+    """The folders a visitor may open models from, by the name a visitor types."""
+    return {"checkpoints": SHIPPED, "runs": runs.runs_root()}
+
+
+def _folder(path: str) -> str:
+    """The folder to load for `path`: the owner's as typed; a visitor's resolved and inside visitor_roots()."""
+    if classroom.is_owner():
+        return str(check_path(path, "model folder", CheckpointError))
+    return str(classroom.visitor_folder(path, visitor_roots()))
+
+
+def shown(message: str) -> str:
+    """A message as this session may read it: whole for the owner, without server paths for a visitor."""
+    return message if classroom.is_owner() else classroom.hide_paths(message, visitor_roots())
+
+
 def try_load(path: str) -> bool:
     """Make `path` the active model if it loads; otherwise keep the current one and remember why.
 
     Called from widget callbacks only, so it may also move the sidebar picker to the
     model's entry (or to none, for a folder typed by hand).
     """
-    folder = str(Path(path).expanduser())
     try:
+        folder = _folder(path)
         cached_checkpoint(folder, device_name())
+    except classroom.VisitorPathError as exc:
+        state.put(K.ERROR, str(exc))  # the same sentence for every outside path, existing or not
+        return False
     except LabError as exc:
-        state.put(K.ERROR, f"Could not load {path}: {exc}")
+        state.put(K.ERROR, shown(f"Could not load {path}: {exc}"))
         return False
     state.put(K.PATH, folder)
     state.put(K.CHOICE, label_of(folder, available_models()))
@@ -85,7 +107,7 @@ def active_model() -> Checkpoint:
     try:
         return cached_checkpoint(path, device_name())
     except LabError as exc:
-        st.error(f"The model at {path} could not be loaded: {exc}")
+        plain_error(shown(f"The model at {path} could not be loaded: {exc}"))
         st.stop()
 
 
@@ -103,6 +125,27 @@ def _load_custom() -> None:
         try_load(path)
 
 
+def _folder_box() -> None:
+    if classroom.is_owner():
+        with st.expander("Load a Hugging Face BERT folder"):
+            st.text_input("Folder path", key=K.CUSTOM.name, placeholder="/path/to/bert-base-uncased")
+            st.button("Load", key=K.LOAD.name, on_click=_load_custom)
+        return
+    with st.expander("Load a model folder"):
+        st.caption("In classroom mode you can open the folders under checkpoints/ and runs/ of this lab.")
+        st.text_input("Folder path", key=K.CUSTOM.name, placeholder="runs/my-run/checkpoint")
+        st.button("Load", key=K.LOAD.name, on_click=_load_custom)
+
+
+def plain_error(message: str) -> None:
+    """An error box whose text is shown as typed: a path or config value is data, never markdown."""
+    if markdown_safe(message):
+        st.error(message)
+    else:
+        st.error("That did not work; the reason, as plain text:", icon=":material/error:")
+        st.text(message)
+
+
 def sidebar() -> None:
     """Model and device pickers. Changes go through callbacks, which run before the page does."""
     models = available_models()
@@ -111,11 +154,9 @@ def sidebar() -> None:
         st.subheader("Model")
         st.selectbox("Active model", list(models), key=K.CHOICE.name, on_change=_pick, args=(models,),
                      placeholder="a folder loaded from a path")
-        with st.expander("Load a Hugging Face BERT folder"):
-            st.text_input("Folder path", key=K.CUSTOM.name, placeholder="/path/to/bert-base-uncased")
-            st.button("Load", key=K.LOAD.name, on_click=_load_custom)
+        _folder_box()
         if state.get(K.ERROR):
-            st.error(state.get(K.ERROR))
+            plain_error(state.get(K.ERROR))
         st.subheader("Device")
         st.radio("Run the model on", DEVICE_CHOICES, key=K.DEVICE.name, horizontal=True,
                  format_func=DEVICE_LABELS.get)

@@ -19,10 +19,11 @@ from bertviz_lab.figures import token_labels
 from bertviz_lab.figures import training as figs
 from bertviz_lab.figures.attention import attention_heatmap, export_config
 from bertviz_lab.figures.predictions import prediction_bars
+from bertviz_lab.pretrain import config as limits
 from bertviz_lab.pretrain import runs
-from bertviz_lab.pretrain.config import PRECISIONS, TrainConfig
-from bertviz_lab.ui import state
-from bertviz_lab.ui.models import try_load
+from bertviz_lab.pretrain.config import PRECISIONS
+from bertviz_lab.ui import classroom, state
+from bertviz_lab.ui.models import shown, try_load
 from bertviz_lab.ui.state import Model
 from bertviz_lab.ui.state import Pretrain as K
 from bertviz_lab.ui.tables import number
@@ -33,7 +34,8 @@ from bertviz_lab.views.predict import candidate_rows
 REFRESH_S = 1.5  # the live panel's refresh interval while a run trains
 BADGE = {"starting": ("blue", ":material/hourglass_top:"), "running": ("blue", ":material/play_arrow:"),
          "finished": ("green", ":material/check_circle:"), "stopped": ("orange", ":material/stop_circle:"),
-         "diverged": ("red", ":material/trending_up:"), "failed": ("red", ":material/error:")}
+         "diverged": ("red", ":material/trending_up:"), "failed": ("red", ":material/error:"),
+         "unreadable": ("gray", ":material/help:")}
 STEP = {"lr": 1e-4, "weight_decay": 0.01, "mask_rate": 0.01, "grad_clip": 0.5}  # of the float inputs
 ADVANCED = ("eval_every", "eval_batches", "checkpoint_every", "threads", "grad_clip", "grad_accum", "vocab_size")
 
@@ -41,17 +43,23 @@ ADVANCED = ("eval_every", "eval_batches", "checkpoint_every", "threads", "grad_c
 # --- The form --------------------------------------------------------------------------------
 def _number(where, name: str) -> None:
     label, kind, help_ = vp.FIELDS[name]
-    key = K.FORM[name]
+    key, top = K.FORM[name], limits.upper_bound(name)  # the browser refuses a value past the bound at once
     if kind == "shape":
-        where.number_input(label, value=key.default, step=1, key=key.name, help=help_, placeholder="preset's")
+        where.number_input(label, value=key.default, step=1, max_value=top, key=key.name, help=help_,
+                           placeholder="preset's")
     elif kind == "int":
-        where.number_input(label, value=key.default, step=1, key=key.name, help=help_)
+        where.number_input(label, value=key.default, step=1, max_value=top, key=key.name, help=help_)
     else:
         where.number_input(label, value=key.default, step=STEP[name], format=kind, key=key.name, help=help_)
 
 
-def run_form() -> runs.RunInfo | None:
-    """The new-run form; on a valid submit it starts the run (in the background) and returns it."""
+def run_form(active: int) -> runs.RunInfo | None:
+    """The new-run form; on a valid submit it starts the run (in the background) and returns it.
+    In classroom mode a visitor may start one only while fewer than `classroom.max_runs()` train."""
+    who, cap = classroom.visitor_id(), None if classroom.is_owner() else classroom.max_runs()
+    allowed = cap is None or vp.start_allowed(active, who, cap)
+    if not allowed:
+        st.warning(vp.cap_note(active, cap), icon=":material/group:")
     kind = st.radio("Training text", list(vp.CORPUS), format_func=vp.CORPUS.get, horizontal=True,
                     key=K.CORPUS_KIND.name)
     with st.form("pretrain.form", border=False):
@@ -80,18 +88,18 @@ def run_form() -> runs.RunInfo | None:
                 else:
                     col.selectbox("Precision", PRECISIONS, key=K.PRECISION.name)
         submitted = st.form_submit_button("Start training", type="primary", key=K.START.name,
-                                          icon=":material/play_arrow:")
+                                          icon=":material/play_arrow:", disabled=not allowed)
     if not submitted:
         return None
     try:
-        return runs.start(form_config(kind), state.get(K.NAME).strip() or None)
+        return vp.start_run(form_config(kind), state.get(K.NAME).strip() or None, who, cap)
     except LabError as exc:
-        st.error(vp.explain(exc))
+        st.error(shown(vp.explain(exc)))
         return None
 
 
-def form_config(kind: str) -> TrainConfig:
-    """The form's values, read from the session, as a validated TrainConfig (see `views.pretrain.form_config`)."""
+def form_config(kind: str) -> vp.NewRun:
+    """The form's values, read from the session, as a validated new run (see `views.pretrain.form_config`)."""
     values = {name: state.get(key) for name, key in K.FORM.items()}
     values.update(preset=state.get(K.PRESET), nsp=bool(state.get(K.NSP)), device=state.get(K.DEVICE),
                   precision=state.get(K.PRECISION), random_tokens=state.get(K.RANDOM_TOKENS))
@@ -158,9 +166,11 @@ def status_row(run: runs.RunInfo) -> None:
     with left:
         st.badge(run.status, color=color, icon=icon)
         st.caption(f"**{run.name}** · {vp.describe(run.config)} · {run.message}")
-    if run.active:
-        right.button("Stop", key=K.STOP.name, icon=":material/stop:", on_click=runs.stop, args=(run.path,),
+    if run.active and vp.can_control(run, classroom.visitor_id()):
+        right.button("Stop", key=K.STOP.name, icon=":material/stop:", on_click=act, args=("stop", str(run.path)),
                      help="Saves a checkpoint and stops; the run can be resumed later.", width="stretch")
+    elif run.active:
+        right.caption(vp.control_note(run))
 
 
 def metric_row(curves: figs.Curves, nsp: bool) -> None:
@@ -223,24 +233,64 @@ def probe_panel(run: runs.RunInfo) -> None:
                        key="pretrain.heatmap", theme=None, config=export_config(f"probe_L{layer}_H{head}"))
 
 
-# --- Finished runs and the table of runs -----------------------------------------------------
-def use_model_button(run: runs.RunInfo) -> None:
-    if run.status not in ("finished", "stopped") or run.checkpoint is None:
+# --- Finished runs: use, resume, delete ------------------------------------------------------
+def act(action: str, run_dir: str) -> None:
+    """A Stop, Resume or Delete button's callback. Who may act is checked again here, on the run as it
+    is now; a refusal (say, a second click while the run is starting) is kept to show as one line."""
+    run = runs.read(run_dir)
+    state.forget(K.CONFIRM)
+    if not vp.can_control(run, classroom.visitor_id()):
+        state.put(K.NOTICE, vp.control_note(run))
         return
-    path = str(run.checkpoint)
+    try:
+        {"stop": runs.stop, "resume": runs.resume, "delete": runs.delete}[action](run.path)
+    except LabError as exc:
+        state.put(K.NOTICE, str(exc))
+
+
+def notice() -> None:
+    """The last refusal of a Stop, Resume or Delete, once."""
+    if state.get(K.NOTICE):
+        st.warning(state.get(K.NOTICE), icon=":material/block:")
+        state.forget(K.NOTICE)
+
+
+def run_actions(run: runs.RunInfo) -> None:
+    """Use this model (finished or stopped), Resume (stopped, failed or diverged, with a checkpoint) and
+    Delete (with a confirmation) for a run that is not training; visitors see these on their own runs only."""
+    if run.active:
+        return
+    mine = vp.can_control(run, classroom.visitor_id())
     left, right = st.columns([1, 3], vertical_alignment="center")
-    left.button("Use this model", key=K.USE.name, type="primary", icon=":material/model_training:",
-                on_click=try_load, args=(path,))
-    if state.get(Model.PATH) == path:
-        right.success("This run's model is now the active model: open Mask & predict or Attention to explore it.")
-    else:
-        right.caption(f"Makes {run.checkpoint.name} of {run.name} the active model of every page "
-                      "(it is in the sidebar's picker too).")
-    if run.status == "stopped":
-        left.button("Resume", key=K.RESUME.name, icon=":material/play_arrow:", on_click=runs.resume,
-                    args=(run.path,))
+    if run.status in ("finished", "stopped") and run.checkpoint is not None:
+        path = str(run.checkpoint)
+        left.button("Use this model", key=K.USE.name, type="primary", icon=":material/model_training:",
+                    on_click=try_load, args=(path,))
+        if state.get(Model.PATH) == path:
+            right.success("This run's model is now the active model: open Mask & predict or Attention to explore it.")
+        else:
+            right.caption(f"Makes {run.checkpoint.name} of {run.name} the active model of every page "
+                          "(it is in the sidebar's picker too).")
+    if not mine:
+        st.caption(vp.control_note(run))
+        return
+    if run.resumable:
+        help_ = ("Continues from its last good checkpoint, "
+                 f"{run.checkpoint.name}" + (" (with the same settings the loss may explode again)."
+                                             if run.status == "diverged" else "."))
+        left.button("Resume", key=K.RESUME.name, icon=":material/play_arrow:", on_click=act,
+                    args=("resume", str(run.path)), help=help_)
+    if state.get(K.CONFIRM) != run.name:
+        left.button("Delete run", key=K.DELETE.name, icon=":material/delete:", on_click=state.put,
+                    args=(K.CONFIRM, run.name))
+        return
+    st.warning(f"Delete run {run.name}? This removes its checkpoints.", icon=":material/delete:")
+    yes, no, _ = st.columns([1, 1, 4])
+    yes.button("Delete", key=K.DELETE_YES.name, type="primary", on_click=act, args=("delete", str(run.path)))
+    no.button("Cancel", key=K.DELETE_NO.name, on_click=state.forget, args=(K.CONFIRM,))
 
 
+# --- The table of runs -----------------------------------------------------------------------
 RUN_COLUMNS = {"held-out MLM loss": number("%.3f"), "top-1": number("percent"), "top-5": number("percent"),
                "NSP acc": number("percent"), "started": st.column_config.DatetimeColumn(format="D MMM, HH:mm:ss")}
 

@@ -191,6 +191,10 @@ class Pretrain:
     SELECTED = Key("pretrain.selected")  # RUN's last value, kept while the picker is not drawn
     WATCHING = Key("pretrain.watching", False)  # the live panel refreshes itself
     STOP, USE, RESUME = Key("pretrain.stop"), Key("pretrain.use"), Key("pretrain.resume")
+    DELETE = Key("pretrain.delete")  # asks first: the run named in CONFIRM gets Delete / Cancel buttons
+    CONFIRM = Key("pretrain.confirm_delete")  # the name of the run whose deletion awaits confirmation
+    DELETE_YES, DELETE_NO = Key("pretrain.delete_yes"), Key("pretrain.delete_no")
+    NOTICE = Key("pretrain.notice")  # a Stop/Resume/Delete refusal, shown once on the next run of the page
     PROBE = Key("pretrain.probe", probe.DEFAULT_SENTENCE)
     LAYER = Key("pretrain.layer", 0, one_of)
     HEAD = Key("pretrain.head", 0, one_of)

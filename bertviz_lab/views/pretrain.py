@@ -1,6 +1,6 @@
 """What the Pretrain live page shows, without Streamlit: the new-run form's fields and how its
 values become a validated TrainConfig, a run's progress line and ETA, its one-line description,
-its curves read from metrics.jsonl, and the table of all runs.
+its curves read from metrics.jsonl, the table of all runs, and who may control which run.
 
 Every error a form value can cause names its field (`explain` puts the form's label in front),
 so the page refuses a run with a sentence instead of starting a process that would crash.
@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +23,7 @@ from bertviz_lab.bert.device import cuda_available
 from bertviz_lab.corpus import documents_from_text, read_text_file
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures.training import Curves
-from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain import resources, runs
 from bertviz_lab.pretrain.config import TrainConfig
 
 DEFAULTS = TrainConfig()
@@ -78,20 +79,29 @@ def explain(exc: Exception) -> str:
     return f"**{LABELS[field]}**: {exc}" if field in LABELS else str(exc)
 
 
+@dataclass(frozen=True)
+class NewRun:
+    """A validated new-run form: the config, and the user's text, which `start_run` writes where
+    config.corpus points only when the run starts (so a refused form leaves no file behind)."""
+    config: TrainConfig
+    text: str | None = None
+
+
 def form_config(values: dict, corpus: str = "builtin", text: str | bytes | None = None,
-                filename: str = "") -> TrainConfig:
-    """A validated TrainConfig from the form's values; raises ConfigError/InputError naming the field.
+                filename: str = "") -> NewRun:
+    """A validated new run from the form's values; raises ConfigError/InputError naming the field.
 
     values: TrainConfig field -> form value (number inputs give floats; whole ones become ints).
     corpus: a key of CORPUS. text: the pasted str, or the uploaded file's bytes (None: no file yet).
-    The user's text is checked, then saved under the runs folder for the run to read.
     """
     cfg = TrainConfig(**{name: _typed(name, value) for name, value in values.items()})
     if cfg.device == "cuda" and not cuda_available():
         raise ConfigError("device cuda: this machine has no CUDA GPU; choose auto or cpu")
+    resources.check_resources(cfg)  # before any text is kept: a run that cannot fit is refused now
     if corpus == "builtin":
-        return cfg
-    return dataclasses.replace(cfg, corpus=str(save_text(training_text(corpus, text, filename))))
+        return NewRun(cfg)
+    text = training_text(corpus, text, filename)
+    return NewRun(dataclasses.replace(cfg, corpus=str(upload_path(text))), text)
 
 
 def _typed(name: str, value):
@@ -112,23 +122,62 @@ def training_text(corpus: str, text: str | bytes | None, filename: str = "") -> 
     return text
 
 
-def save_text(text: str) -> Path:
-    """Keep the user's text under the runs folder (named by its hash) so the run can read it."""
-    path = runs.runs_root() / "uploads" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
-    if not path.exists():
+def upload_path(text: str) -> Path:
+    """Where the user's text is kept for its run: under the runs folder, named by its hash."""
+    return runs.runs_root() / runs.UPLOADS / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
+
+
+def start_run(new: NewRun, name: str | None, started_by: str = runs.OWNER, max_active: int | None = None
+              ) -> runs.RunInfo:
+    """Write the user's text (if any) and start the run; if the run does not start, the text goes again."""
+    path = Path(new.config.corpus)
+    fresh = new.text is not None and not path.exists()  # else a run that trains on it wrote it
+    if fresh:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(path, text)
-    return path
+        atomic.write_text(path, new.text)
+    try:
+        return runs.start(new.config, name, started_by=started_by, max_active=max_active)
+    except BaseException:
+        if fresh:
+            runs.drop_upload(path.parent.parent, str(path))  # unless a run started meanwhile trains on it
+        raise
+
+
+# --- Who may do what (classroom mode) ----------------------------------------------------------
+def can_control(run: runs.RunInfo, who: str) -> bool:
+    """Whether `who` (runs.OWNER or "visitor <address>") may stop, resume or delete `run`:
+    the machine's owner any run, a visitor only the runs it started."""
+    return who == runs.OWNER or run.started_by == who
+
+
+def start_allowed(active: int, who: str, cap: int) -> bool:
+    """Whether `who` may start a run while `active` runs train: the owner always, a visitor below the cap."""
+    return who == runs.OWNER or active < cap
+
+
+def control_note(run: runs.RunInfo) -> str:
+    """Why a visitor sees no Stop, Resume or Delete for this run."""
+    if run.started_by == runs.OWNER:
+        return "Started by this machine's owner: only the owner can stop, resume or delete it."
+    return (f"Started by {run.started_by or 'someone else'}: only they or this machine's owner can stop, "
+            "resume or delete it.")
+
+
+def cap_note(active: int, cap: int) -> str:
+    return (f"{active} runs are training and this classroom server allows {cap} at once: wait for one to "
+            "finish, or ask the teacher.")
 
 
 # --- One run ---------------------------------------------------------------------------------
 def describe(config: dict) -> str:
     """'tiny 2×128 (2 heads), built-in text, NSP on, random tokens: whole vocabulary, seed 0' from a run's
     saved config (one saved before random_tokens existed used word pieces)."""
+    if not config:
+        return "settings unknown"
     try:
         cfg = TrainConfig.from_dict(config)
         shape = cfg.model_config(vocab_size=100)
-    except (LabError, TypeError):
+    except (LabError, TypeError, ValueError):
         return "settings unknown"
     corpus = "built-in text" if cfg.corpus == "builtin" else f"text {Path(cfg.corpus).name}"
     return (f"{cfg.preset} {shape.num_hidden_layers}×{shape.hidden_size} ({shape.num_attention_heads} heads), "
@@ -191,6 +240,7 @@ def run_rows(all_runs: list[runs.RunInfo], curves_of: Callable[[Path], Curves] =
                      "NSP": "on" if run.config.get("nsp", True) else "off",
                      "held-out MLM loss": last.get("mlm_loss"), "top-1": last.get("mlm_top1"),
                      "top-5": last.get("mlm_top5"), "NSP acc": last.get("nsp_acc"),
-                     "settings": describe(run.config),
+                     "settings": run.message if run.status == runs.UNREADABLE else describe(run.config),
+                     "started by": run.started_by,
                      "started": datetime.datetime.fromtimestamp(run.created) if run.created else None})
     return pd.DataFrame(rows)

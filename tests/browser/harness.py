@@ -9,9 +9,9 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
+
+from bench.common import wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -29,26 +29,21 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(env: dict | None = None):
-    """Yield the base URL of a fresh app server on 127.0.0.1; stop it afterwards."""
+def streamlit_server(env: dict | None = None, *args: str, address: str = "127.0.0.1", script: str = "app.py",
+                     log: Path | None = None):
+    """Yield the base URL (on 127.0.0.1) of a fresh server for `script`, run from the repository root so
+    .streamlit/config.toml applies; extra `args` go to streamlit; its output goes to `log` if given.
+    The server is stopped afterwards."""
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-           "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
+    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+           "--server.address", address, "--server.port", str(port), "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none", *args]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMLIT_", "BERTVIZ_CLASSROOM"))}
+    out = open(log, "wb") if log is not None else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**clean, **(env or {})}, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            with contextlib.suppress(OSError):
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
-                    break
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stdout.read().decode(errors="replace"))
-            time.sleep(0.3)
-        else:
-            raise RuntimeError("streamlit did not start within 60 s")
+        wait_healthy(url, proc, log)
         yield url
     finally:
         proc.terminate()
@@ -56,6 +51,8 @@ def streamlit_server(env: dict | None = None):
             proc.wait(timeout=10)
         if proc.poll() is None:
             proc.kill()
+        if log is not None:
+            out.close()
 
 
 @contextlib.contextmanager

@@ -1,0 +1,345 @@
+"""A classroom typing at once: N browser sessions on one real app server, half on Mask & predict and half on
+Attention, each submitting several distinct sentences as fast as the server answers.
+
+Starts `streamlit run app.py` (the repo's .streamlit config; headless, 127.0.0.1, file watcher off, as on a
+server nobody edits), opens every session at the same time (one headless Chromium, one browser context per
+student), then releases them together. A session submits a sentence (Ctrl+Enter), waits until the app is idle
+and shows the answer computed here for that sentence (the filled sentence on Mask & predict, the top guess and
+its probability on Attention), and submits the next one at once: the worst a class can do.
+
+Two times per redraw:
+  - server: the app script's run on the server (timed inside the server around Streamlit's script execution,
+    matched to the sentence), which is what the goal is about;
+  - browser: from Ctrl+Enter to the answer on the page, what a student waits; on one machine it also pays
+    for Chromium drawing all N pages on the same cores. Chromium runs under `nice` (--browser-nice, default
+    19) so that the server, like a real one, has the cores first; --server-cpus pins the server to some
+    cores, to leave Chromium the rest on a bigger machine.
+Every session must get the right answer for every sentence, with no error box, and the model must be loaded
+once (the server log's "loading model ... on ..." lines).
+
+    .venv/bin/python -m bench.classroom_load [--sessions 10] [--sentences 5] [--port P]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import hashlib
+import os
+import platform
+import random
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import wait_healthy
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
+PAGES = {"predict": "Mask & predict", "attention": "Attention"}  # URL path -> page title
+TEXT_KEYS = {"predict": "predict.text_a", "attention": "attn.text_a"}  # each page's Sentence A widget
+SHIPPED = ROOT / "checkpoints" / "bertviz-mini"
+LOAD_LINE = re.compile(r"loading model (\S+) on (\w+)")
+RUN_LINE = re.compile(r"classroom_load run ([0-9.]+) (\w+) ([0-9a-f]{12})")
+PROBLEMS = ('[data-testid="stException"], [data-testid="stAlertContentError"], '
+            '[data-testid="stAlertContentWarning"]')
+# True once the app is idle and shows this sentence's answer (or an error box); fresh elements only.
+ANSWERED = """([page, answer]) => {
+  if (document.querySelector('%s')) return true;
+  if (!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')) return false;
+  const fresh = '[data-testid="stElementContainer"][data-stale="false"] ';
+  if (page === "predict") {
+    return [...document.querySelectorAll(fresh + '[data-testid="stCode"]')]
+      .some(e => e.innerText.replace(/\\s+/g, " ").trim() === answer);
+  }
+  const table = document.querySelector(fresh + '[data-testid="stDataFrame"]');
+  const row = table && table.querySelector("tbody tr");
+  if (!row) return false;
+  const [where, rank, token, p] = [...row.children].map(c => c.innerText.trim());
+  const [want, wantToken, wantP] = answer.split("|");
+  return where === want && rank === "1" && token === wantToken && Math.abs(Number(p) - Number(wantP)) < 1e-3;
+}""" % PROBLEMS.replace("'", '"')
+FIRST_VIEW = """() => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+  && document.querySelector('textarea[aria-label="Sentence A"]')
+  && document.querySelector('[data-testid="stPlotlyChart"] .main-svg')"""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One sentence one session submits, and the answer the page must then show."""
+
+    page: str  # "predict" or "attention"
+    text: str
+    answer: str  # predict: the filled sentence; attention: "<position> [MASK]|<top token>|<its probability>"
+
+
+@dataclass(frozen=True)
+class Redraw:
+    session: int
+    job: Job
+    browser_s: float | None  # None: no answer came
+    problem: str = ""  # an error box's text, or why no answer came
+
+
+def digest(text: str) -> str:
+    """What the server logs in place of a sentence."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def masked_sentences(n: int, seed: int) -> list[str]:
+    """`n` distinct story sentences of 5+ words with one word replaced by [MASK]."""
+    from bertviz_lab.corpus import generate_documents
+
+    rng, out, seen = random.Random(seed), [], set()
+    for document in generate_documents(20 + 2 * n, seed=seed):
+        for line in document:
+            words = line.split()
+            if len(words) < 5 or line in seen:
+                continue
+            seen.add(line)
+            words[rng.randrange(1, len(words) - 1)] = "[MASK]"
+            out.append(" ".join(words))
+            if len(out) == n:
+                return out
+    raise RuntimeError(f"the story generator gave fewer than {n} distinct sentences")
+
+
+def answer(ckpt, page: str, text: str) -> str | None:
+    """What the page shows for `text`, computed in this process; None when the top two guesses are too
+    close to call (another process may sum in another order and swap them)."""
+    from bertviz_lab.views import inputs, predict
+
+    encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text)
+    report = predict.explore_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=2)
+    mask = report.independent.masks[0]
+    first, second = mask.candidates
+    if first.prob - second.prob < 1e-3:
+        return None
+    if page == "predict":
+        return report.independent_text
+    return f"{mask.position} [MASK]|{first.token}|{first.prob:.6f}"
+
+
+def plan(ckpt, sessions: int, per_session: int, seed: int = 0) -> list[list[Job]]:
+    """Sentences for each session, all distinct; even sessions on Mask & predict, odd ones on Attention."""
+    texts = iter(masked_sentences(3 * sessions * per_session, seed))
+    plans = []
+    for session in range(sessions):
+        page, jobs = ("predict", "attention")[session % 2], []
+        while len(jobs) < per_session:
+            text = next(texts)
+            found = answer(ckpt, page, text)
+            if found is not None and (not jobs or found.split("|")[:2] != jobs[-1].answer.split("|")[:2]):
+                jobs.append(Job(page, text, found))  # never the previous answer again: a stale page can't pass
+        plans.append(jobs)
+    return plans
+
+
+def timed_streamlit() -> None:
+    """`streamlit` itself, logging each script run's seconds and the sentence it drew (by digest) to stderr."""
+    from streamlit.runtime.scriptrunner import script_runner
+    from streamlit.web import cli
+
+    inner = script_runner.exec_func_with_error_handling
+
+    def timed(func, ctx):
+        start = time.perf_counter()
+        try:
+            return inner(func, ctx)
+        finally:
+            seconds = time.perf_counter() - start
+            for page, key in TEXT_KEYS.items():
+                with contextlib.suppress(Exception):
+                    text = ctx.session_state[key]
+                    print(f"classroom_load run {seconds:.4f} {page} {digest(text)}", file=sys.stderr, flush=True)
+                    break
+
+    script_runner.exec_func_with_error_handling = timed
+    sys.exit(cli.main(prog_name="streamlit"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(port: int, log: Path, cpus: set[int] | None = None, threads: int = 0):
+    """The app on 127.0.0.1:`port`, its stdout and stderr in `log`; stopped afterwards.
+
+    `cpus`: the cores it may use (default: all); `threads`: torch's threads per forward (0: torch's default).
+    """
+    cmd = [sys.executable, "-c", "from bench.classroom_load import timed_streamlit; timed_streamlit()",
+           "run", "app.py", "--server.headless", "true", "--server.address", "127.0.0.1",
+           "--server.port", str(port), "--server.fileWatcherType", "none"]
+    url = f"http://127.0.0.1:{port}"
+    with open(log, "wb") as out:
+        pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+        env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=pin)
+        try:
+            wait_healthy(url, proc, log)
+            yield url
+        finally:
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+            if proc.poll() is None:
+                proc.kill()
+
+
+async def _session(browser, url: str, index: int, jobs: list[Job], everyone: asyncio.Barrier, timeout_s: float,
+                   think: float):
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page, redraws = await context.new_page(), []
+    try:
+        start = time.perf_counter()
+        try:
+            await page.goto(f"{url}/{jobs[0].page}")
+            await page.wait_for_function(FIRST_VIEW, polling=20, timeout=timeout_s * 1000)
+        except BaseException:
+            await everyone.abort()  # the others would wait for this one forever
+            raise
+        first = time.perf_counter() - start
+        await everyone.wait()  # every session has its page: everyone types at once
+        box = page.get_by_label("Sentence A")
+        rng = random.Random(index)
+        for n, job in enumerate(jobs):
+            await asyncio.sleep(rng.uniform(0, 2 * think) if n else 0)  # reading the answer, typing the next
+            await box.fill(job.text)
+            start = time.perf_counter()
+            await box.press("Control+Enter")
+            try:
+                await page.wait_for_function(ANSWERED, arg=[job.page, job.answer], polling=20,
+                                             timeout=timeout_s * 1000)
+                seconds, problem = time.perf_counter() - start, ""
+            except Exception as exc:  # a Playwright timeout: say which, keep the other sessions going
+                seconds, problem = None, f"no answer within {timeout_s:g} s ({type(exc).__name__})"
+            boxes = await page.locator(PROBLEMS).all_inner_texts()
+            if await page.evaluate("() => document.body.innerText.includes('Traceback')"):
+                boxes.append("a traceback on the page")
+            if boxes:
+                problem = " / ".join(b.strip().splitlines()[0] for b in boxes if b.strip()) or "an empty error box"
+                seconds = None
+            redraws.append(Redraw(index, job, seconds, problem))
+        return first, redraws
+    finally:
+        await context.close()
+
+
+async def _drive(url: str, plans: list[list[Job]], timeout_s: float, nice: int, think: float, tmp: str):
+    from playwright.async_api import async_playwright
+
+    executable = Path(tmp) / "chromium"  # Chromium under `nice`: the server comes first on shared cores
+    executable.write_text(f'#!/bin/sh\nexec nice -n {nice} {shlex.quote(CHROMIUM)} "$@"\n')
+    executable.chmod(0o755)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        try:
+            everyone = asyncio.Barrier(len(plans))
+            results = await asyncio.gather(*(_session(browser, url, i, jobs, everyone, timeout_s, think)
+                                             for i, jobs in enumerate(plans)))
+        finally:
+            await browser.close()
+    return [first for first, _ in results], [r for _, redraws in results for r in redraws]
+
+
+def drive(url: str, plans: list[list[Job]], timeout_s: float = 120.0, nice: int = 0, think: float = 0.0):
+    """Run every session's jobs at once, `think` s apart on average; (first-view seconds, every redraw)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return asyncio.run(_drive(url, plans, timeout_s, nice, think, tmp))
+
+
+def model_loads(log: str) -> list[str]:
+    """The "loading model <path> on <device>" lines the server wrote: one per model load."""
+    return [f"{m.group(1)} on {m.group(2)}" for m in LOAD_LINE.finditer(log)]
+
+
+def server_seconds(log: str, jobs: list[Job]) -> dict[str, list[float]]:
+    """Per page, the server's script-run seconds of the runs that drew one of `jobs`' sentences."""
+    wanted = {(job.page, digest(job.text)) for job in jobs}
+    out: dict[str, list[float]] = {page: [] for page in PAGES}
+    for m in RUN_LINE.finditer(log):
+        if (m.group(2), m.group(3)) in wanted:
+            out[m.group(2)].append(float(m.group(1)))
+    return out
+
+
+def distribution(label: str, seconds: list[float]) -> str:
+    if not seconds:
+        return f"  {label:<26} n=0"
+    ms = np.asarray(seconds) * 1000
+    median, p90, p95 = np.percentile(ms, [50, 90, 95])
+    return (f"  {label:<26} n={len(ms):<3} median {median:6.0f} ms  p90 {p90:6.0f} ms  p95 {p95:6.0f} ms  "
+            f"max {ms.max():6.0f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=10, help="browser sessions at once (half on each page)")
+    parser.add_argument("--sentences", type=int, default=5, help="distinct sentences each session submits")
+    parser.add_argument("--port", type=int, default=0, help="the server's port (default: a free one)")
+    parser.add_argument("--seed", type=int, default=0, help="which story sentences")
+    parser.add_argument("--server-cpus", default="", help="pin the server to these cores, e.g. 0,1 (Chromium "
+                                                          "can then use the others, as students' own machines)")
+    parser.add_argument("--server-threads", type=int, default=0, help="OMP_NUM_THREADS for the server "
+                                                                     "(default: unset, torch uses every core)")
+    parser.add_argument("--browser-nice", type=int, default=19, help="Chromium's niceness (default 19: on a "
+                                                                     "machine it shares, it waits for the server)")
+    parser.add_argument("--think", type=float, default=0.0, help="mean seconds between an answer and the next "
+                                                                 "sentence (default 0: no student ever pauses)")
+    args = parser.parse_args()
+    cpus = {int(c) for c in args.server_cpus.split(",")} if args.server_cpus else None
+    busy = os.getloadavg()[0]  # other work on the machine before this run starts
+    from bertviz_lab.bert.checkpoint import load_checkpoint
+
+    plans = plan(load_checkpoint(SHIPPED), args.sessions, args.sentences, args.seed)
+    jobs = [job for session in plans for job in session]
+    with tempfile.TemporaryDirectory() as tmp:
+        log_path = Path(tmp) / "server.log"
+        with server(args.port or free_port(), log_path, cpus, args.server_threads) as url:
+            firsts, redraws = drive(url, plans, nice=args.browser_nice, think=args.think)
+        log = log_path.read_text(errors="replace")
+    loads, served = model_loads(log), server_seconds(log, jobs)
+    where = f"server on cores {sorted(cpus)}" if cpus else f"server and Chromium (nice {args.browser_nice}) share them"
+    where += f", OMP_NUM_THREADS={args.server_threads}" if args.server_threads else ""
+    print(f"{datetime.date.today()} · {platform.node()} · {os.cpu_count()} cores, {where} · load average "
+          f"before {busy:.1f} · {args.sessions} sessions x {args.sentences} sentences, all at once, think "
+          f"{args.think:g} s, "
+          f"model {SHIPPED.name}")
+    print("server time (the app script's run for each new sentence, timed inside the server):")
+    for page, title in PAGES.items():
+        print(distribution(title, served[page]))
+    print(distribution("overall", served["predict"] + served["attention"]))
+    print("browser time (Ctrl+Enter to the answer on the page; Chromium shares the same cores):")
+    for page, title in PAGES.items():
+        print(distribution(title, [r.browser_s for r in redraws if r.job.page == page and r.browser_s]))
+    print(distribution("overall", [r.browser_s for r in redraws if r.browser_s]))
+    print(distribution("first view (all at once)", firsts))
+    failed = [r for r in redraws if r.browser_s is None]
+    answered = len(redraws) - len(failed)
+    print(f"answers: {answered} of {len(jobs)} right, no error box" if not failed else
+          f"answers: {answered} of {len(jobs)} right; FAILED:")
+    for r in failed:
+        print(f"    session {r.session} ({PAGES[r.job.page]}) {r.job.text!r}: {r.problem}")
+    print(f"model loads in the server log: {len(loads)} ({'; '.join(loads) or 'none'})"
+          + ("" if len(loads) == 1 else "  <- must be 1"))
+    print("goal: p95 under 1 s for the shipped model on 2 cores")
+    sys.exit(0 if not failed and len(loads) == 1 else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Classroom mode: a visitor's folder box opens only checkpoints/ and runs/ and never says which
+server paths exist; the owner keeps full control; the QR code shows only in classroom mode; the
+server's config binds localhost, hides error details and caps uploads at the app's own cap."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import segno
+import streamlit
+from hypothesis import HealthCheck, example, given, settings, strategies
+from streamlit.testing.v1 import AppTest
+
+from bertviz_lab.bert.checkpoint import save_checkpoint
+from bertviz_lab.corpus.user_text import MAX_TEXT_BYTES, read_text_file
+from bertviz_lab.errors import InputError
+from bertviz_lab.ui import classroom, models
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+VISITOR = "10.0.0.7"
+
+
+@pytest.fixture
+def rooms(tmp_path, monkeypatch):
+    """Classroom mode with the runs under tmp_path/runs and a symlink in a stand-in checkpoints/ that
+    points outside (at a real, loadable model). Returns the folders the tests type."""
+    monkeypatch.setenv(classroom.CLASSROOM_ENV, "1")
+    runs_dir, shipped = tmp_path / "runs", tmp_path / "checkpoints"
+    runs_dir.mkdir()
+    shipped.mkdir()
+    monkeypatch.setenv("BERTVIZ_RUNS", str(runs_dir))
+    monkeypatch.setattr(models, "SHIPPED", shipped)
+    monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
+    return runs_dir, shipped
+
+
+def as_visitor(monkeypatch):
+    monkeypatch.setattr(classroom, "client_ip", lambda: VISITOR)
+
+
+def type_folder(at: AppTest, path: str) -> AppTest:
+    at.text_input(key="model.custom").set_value(path).run()
+    return at.button(key="model.load").click().run()
+
+
+def boxes(at: AppTest) -> list[str]:
+    return [e.label for e in at.sidebar.expander]
+
+
+def app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=60).run()
+
+
+# --- A visitor's folder box ------------------------------------------------------------------------
+def outside_paths(tmp_path: Path, shipped: Path, runs_dir: Path, model: Path) -> list[str]:
+    (shipped / "elsewhere").symlink_to(model, target_is_directory=True)
+    (runs_dir / "etc").symlink_to("/etc", target_is_directory=True)
+    return ["/etc", "../../etc", "/etc/passwd", str(model), str(tmp_path / "missing"), "~", "~root", ".",
+            "checkpoints/elsewhere", str(shipped / "elsewhere"), "runs/etc", "runs/../../../etc",
+            "checkpoints/../../etc", "/proc/self", "x" * 5000, "a\x00b"]
+
+
+def test_every_outside_path_gets_the_same_one_sentence(tmp_path, rooms, monkeypatch, tiny_checkpoint):
+    runs_dir, shipped = rooms
+    as_visitor(monkeypatch)
+    at = app()
+    assert boxes(at) == ["Join this class", "Load a model folder"]  # the visitor's folder box has a caption
+    for path in outside_paths(tmp_path, shipped, runs_dir, tiny_checkpoint):
+        type_folder(at, path)
+        assert not at.exception, path
+        assert [e.value for e in at.sidebar.error] == [classroom.REFUSAL], path
+        assert at.subheader[0].value == "Active model: bertviz-mini", path
+    assert classroom.REFUSAL.count(".") == 1 and "/" not in classroom.REFUSAL.replace("checkpoints/", "").replace(
+        "runs/", "")
+
+
+def test_a_visitor_loads_a_run_under_runs_and_reads_no_server_path(rooms, monkeypatch, tiny_model, tiny_tokenizer):
+    runs_dir, _ = rooms
+    save_checkpoint(tiny_model, tiny_tokenizer, runs_dir / "r1" / "checkpoint", card={"steps": 0})
+    broken = runs_dir / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    as_visitor(monkeypatch)
+    at = type_folder(app(), str(broken))  # typed in full: the message shows it relative
+    [message] = [e.value for e in at.sidebar.error]
+    assert "not valid JSON" in message and "runs/broken" in message
+    assert str(runs_dir.parent) not in message and "/" + "runs" not in message
+    type_folder(at, "runs/r1/../r1/checkpoint")
+    assert not at.exception and not at.sidebar.error
+    assert at.subheader[0].value == "Active model: checkpoint"
+
+
+def test_the_owner_opens_any_folder(rooms, tiny_checkpoint):
+    at = type_folder(app(), str(tiny_checkpoint))  # client_ip() is None: a browser on this machine
+    assert not at.exception and not at.sidebar.error
+    assert at.subheader[0].value == "Active model: tiny"
+    assert boxes(at) == ["Join this class", "Load a Hugging Face BERT folder"]
+    type_folder(at, str(tiny_checkpoint.parent / "nope"))
+    assert any(str(tiny_checkpoint.parent) in e.value for e in at.sidebar.error)  # the owner sees full paths
+
+
+def test_outside_classroom_mode_a_remote_address_is_still_the_owner(monkeypatch, tiny_checkpoint):
+    monkeypatch.delenv(classroom.CLASSROOM_ENV, raising=False)
+    as_visitor(monkeypatch)
+    assert classroom.is_owner() and classroom.visitor_id() == classroom.OWNER
+    at = type_folder(app(), str(tiny_checkpoint))
+    assert at.subheader[0].value == "Active model: tiny"
+
+
+# --- The path rule itself ----------------------------------------------------------------------------
+def test_visitor_folder_resolves_before_checking(tmp_path):
+    inside, outside = tmp_path / "runs", tmp_path / "secret"
+    (inside / "a").mkdir(parents=True)
+    outside.mkdir()
+    (inside / "link").symlink_to(outside)
+    (inside / "loop").symlink_to(inside / "loop")
+    roots = {"runs": inside}
+    assert classroom.visitor_folder("runs/a", roots) == inside / "a"
+    assert classroom.visitor_folder(str(inside / "a" / ".." / "a"), roots) == inside / "a"
+    for path in ["runs/link", "runs/../secret", str(inside / "link" / "x"), str(outside), "runs/loop/x", ""]:
+        with pytest.raises(classroom.VisitorPathError, match="^In classroom mode"):
+            classroom.visitor_folder(path, roots)
+
+
+PARTS = strategies.sampled_from(["..", ".", "runs", "checkpoints", "link", "a", "etc", "~", "", "x" * 300, "\x00"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=strategies.lists(PARTS, max_size=8), absolute=strategies.booleans())
+@example(parts=["runs", "link", "..", "..", "etc"], absolute=False)
+@example(parts=["runs", "..", "runs", "a"], absolute=False)
+def test_a_visitor_folder_is_always_inside_a_root(tmp_path_factory, parts, absolute):
+    base = tmp_path_factory.getbasetemp() / "property"
+    inside = base / "runs"
+    if not inside.exists():
+        (inside / "a").mkdir(parents=True)
+        (base / "etc").mkdir()
+        (inside / "link").symlink_to(base / "etc")
+    text = ("/" if absolute else "") + "/".join(parts)
+    try:
+        folder = classroom.visitor_folder(text, {"runs": inside})
+    except classroom.VisitorPathError as exc:
+        assert str(exc) == classroom.REFUSAL
+    else:
+        assert folder.is_relative_to(inside.resolve()) and folder == folder.resolve()
+
+
+def test_hide_paths_keeps_the_lab_relative_and_drops_the_rest(tmp_path):
+    roots = {"runs": tmp_path / "runs", "checkpoints": classroom.ROOT / "checkpoints"}
+    hide = classroom.hide_paths
+    assert hide(f"no model folder at {tmp_path}/runs/x", roots) == "no model folder at runs/x"
+    assert hide(f"{classroom.ROOT}/checkpoints/m/config.json is bad", roots) == "checkpoints/m/config.json is bad"
+    assert hide(f"see {classroom.ROOT}/pages/x.py", roots) == "see pages/x.py"
+    assert hide("cannot open /home/teacher/secret: denied", roots) == "cannot open a server path: denied"
+    assert hide(f"{tmp_path}/runsx and 12/4 heads", roots) == "a server path and 12/4 heads"
+
+
+# --- The QR code and the address ---------------------------------------------------------------------
+def test_the_qr_code_shows_in_classroom_mode_only(rooms, monkeypatch):
+    at = app()
+    join = at.sidebar.expander[0]
+    assert join.label == "Join this class"
+    assert [child.type for child in join] == ["expander", "image", "subheader", "caption"]
+    assert join.subheader[0].value == "192.168.1.20:8501"
+    monkeypatch.delenv(classroom.CLASSROOM_ENV)
+    assert boxes(app()) == ["Load a Hugging Face BERT folder"]
+
+
+def test_qr_svg_is_black_on_white_with_a_quiet_zone():
+    url = "http://192.168.1.20:8501"
+    svg = classroom.qr_svg(url)
+    modules = segno.make(url, error="m").symbol_size(scale=1, border=0)[0]
+    assert svg.startswith(f'<svg viewBox="0 0 {modules + 8} {modules + 8}"')  # no fixed size: it scales
+    assert 'stroke="#000" d="M4 4.5h7' in svg  # the finder pattern's top row starts 4 modules in
+    assert f'<path fill="#fff" d="M0 0h{modules + 8}' in svg  # on white, also in the dark theme
+
+
+def test_lan_address_is_a_usable_ipv4_or_none():
+    address = classroom.lan_address()
+    if address is not None:
+        ip = ipaddress.IPv4Address(address)
+        assert not (ip.is_loopback or ip.is_link_local or ip.is_unspecified)
+    assert classroom.join_url(8600, "10.1.2.3") == "http://10.1.2.3:8600"
+    assert [classroom._usable(a) for a in ("127.0.0.1", "169.254.3.4", "0.0.0.0", "::1", "192.168.0.9")] == [
+        False, False, False, False, True]
+
+
+def test_lan_address_falls_back_to_the_interfaces(monkeypatch):
+    monkeypatch.setattr(classroom, "_route_address", lambda: None)
+    address = classroom.lan_address()
+    assert address is None or classroom._usable(address)
+    monkeypatch.setattr(classroom, "_interface_address", lambda: None)
+    assert classroom.lan_address() is None and classroom.join_url(8501) is None
+
+
+def test_the_banner_names_the_port_and_the_limit(monkeypatch):
+    monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
+    monkeypatch.setenv(classroom.MAX_RUNS_ENV, "3")
+    text = classroom.banner(["--server.port", "8600", "--theme.base=dark"])
+    assert "Students open http://192.168.1.20:8600" in text and "at most 3 runs" in text
+    assert classroom.port_from_args(["--server.port=9000"]) == 9000 and classroom.port_from_args([]) == 8501
+
+
+@pytest.mark.parametrize("value, expected", [(None, 2), ("3", 3), ("0", 1), ("many", 2)])
+def test_max_runs(monkeypatch, value, expected):
+    if value is None:
+        monkeypatch.delenv(classroom.MAX_RUNS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(classroom.MAX_RUNS_ENV, value)
+    assert classroom.max_runs() == expected
+
+
+# --- lab.sh --------------------------------------------------------------------------------------------
+STUB = """#!/usr/bin/env bash
+if [ "$1 $2" = "-m bertviz_lab.ui.classroom" ]; then shift 2; echo "banner $*"; exit 0; fi
+if [ "$1 $2" = "-m streamlit" ]; then shift 2; echo "streamlit $* | ${BERTVIZ_CLASSROOM:-} ${BERTVIZ_MAX_RUNS:-}"; fi
+"""
+
+
+def lab(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run a copy of lab.sh whose .venv/bin/python only echoes what it was asked to do."""
+    shutil.copy(ROOT / "lab.sh", tmp_path / "lab.sh")
+    (tmp_path / "requirements.txt").write_text("")
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True, exist_ok=True)
+    python.write_text(STUB)
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTVIZ_")}
+    return subprocess.run(["bash", str(tmp_path / "lab.sh"), "app", *args], capture_output=True, text=True,
+                          env=env, timeout=30)
+
+
+def test_lab_sh_classroom_listens_on_the_network(tmp_path):
+    out = lab(tmp_path, "--classroom", "--max-runs", "3", "--server.port", "8600").stdout.splitlines()
+    assert out == ["banner --server.port 8600",
+                   "streamlit run app.py --server.address 0.0.0.0 --browser.serverAddress localhost "
+                   "--server.port 8600 | 1 3"]
+
+
+def test_lab_sh_without_classroom_passes_everything_to_streamlit(tmp_path):
+    assert lab(tmp_path, "--server.port", "8600").stdout == "streamlit run app.py --server.port 8600 |  \n"
+    assert lab(tmp_path).stdout == "streamlit run app.py |  \n"
+
+
+@pytest.mark.parametrize("bad", ["0", "x", "", "-1", "100"])
+def test_lab_sh_refuses_a_bad_max_runs(tmp_path, bad):
+    done = lab(tmp_path, "--classroom", f"--max-runs={bad}")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == f"--max-runs needs a whole number from 1 to 99, got '{bad}'"
+
+
+# --- .streamlit/config.toml -------------------------------------------------------------------------
+def test_config_binds_localhost_hides_errors_and_caps_uploads_at_the_apps_cap():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["address"] == "localhost"
+    assert config["client"]["showErrorDetails"] == "none"
+    assert config["client"]["toolbarMode"] == "viewer" and config["browser"]["gatherUsageStats"] is False
+    assert config["server"]["maxUploadSize"] * 2**20 == MAX_TEXT_BYTES
+
+
+def test_streamlit_counts_max_upload_size_in_units_of_2_to_the_20():
+    """The unit the cap above relies on, as Streamlit 1.67's upload route computes it."""
+    routes = Path(streamlit.__file__).parent / "web" / "server" / "starlette" / "starlette_routes.py"
+    assert 'config.get_option("server.maxUploadSize") * 1024 * 1024' in routes.read_text()
+
+
+def test_the_upload_cap_is_exact():
+    assert read_text_file(b"a" * MAX_TEXT_BYTES) == "a" * MAX_TEXT_BYTES
+    with pytest.raises(InputError, match="the limit is 20,971,520 bytes"):
+        read_text_file(b"a" * (MAX_TEXT_BYTES + 1))
