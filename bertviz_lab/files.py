@@ -30,6 +30,11 @@ def describe_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
+def in_system_folder(path: Path) -> bool:
+    """True for /proc, /sys, /dev and anything under them: the kernel's files, never a user's."""
+    return (str(path) + "/").startswith(("/proc/", "/sys/", "/dev/"))
+
+
 def too_big(size: int, limit: int) -> str:
     """'41.9 MB; the limit is 21 MB', or in bytes where rounding would make the two look equal."""
     if describe_bytes(size) == describe_bytes(limit):
@@ -81,8 +86,7 @@ def regular_file(path, what: str, max_bytes: int, error: type[LabError] = LabErr
         raise error(f"{_named(what, path)} is a folder, not a file")
     if not stat.S_ISREG(info.st_mode):
         raise error(f"{_named(what, path)} is not a regular file (a device, pipe or socket cannot be read as one)")
-    resolved = str(path.resolve())
-    if resolved.startswith(("/proc/", "/sys/", "/dev/")):
+    if in_system_folder(path.resolve()):
         raise error(f"{_named(what, path)} is a system file, not one of yours")
     if info.st_size > max_bytes:
         raise error(f"{_named(what, path, short=True)} is {too_big(info.st_size, max_bytes)}")

@@ -101,7 +101,7 @@ def _folder(directory) -> Path:
         raise CheckpointError(f"cannot open the model folder {folder}: {getattr(exc, 'strerror', None) or exc}") from None
     if not stat.S_ISDIR(info.st_mode):
         raise CheckpointError(f"no model folder at {folder}: it is a file, not a folder")
-    if (str(folder.resolve()) + "/").startswith(("/proc/", "/sys/", "/dev/")):
+    if files.in_system_folder(folder.resolve()):
         raise CheckpointError(f"{folder} is a system folder, not a model folder")
     return folder
 

@@ -21,7 +21,6 @@ BYTES_PER_PARAMETER = 4 + 4 + 8
 # A training process before its model: Python, torch, the tokenizer and the corpus generator
 # (measured: 340 MB resident on CPU with torch 2.13).
 PROCESS_BYTES = 350_000_000
-SYSTEM_FOLDERS = ("/proc/", "/sys/", "/dev/")
 GPU_HEADROOM = 0.9  # of a GPU's memory a run may plan to use (CUDA's context and caching take the rest)
 
 
@@ -119,7 +118,7 @@ def _corpus_path(path) -> Path:
         message = str(exc)
         raise InputError(message[4:] if message.startswith("the ") else message) from None
     # /dev/stdin may lead to a regular file; the path as typed is refused as well as the resolved one
-    if str(path.absolute()).startswith(SYSTEM_FOLDERS):
+    if files.in_system_folder(path.absolute()):
         raise InputError(f"corpus file {path} is a system file, not one of yours")
     return path
 

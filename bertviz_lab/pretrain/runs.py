@@ -12,6 +12,7 @@ that process started when the run recorded (a reused pid is never signalled).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -67,8 +68,9 @@ class RunInfo:
     started_by: str = OWNER  # OWNER or "visitor <address>" (classroom mode)
     pid_started: float | None = None  # the trainer's process start time: tells it from a reused pid
 
-    @property
+    @functools.cached_property
     def checkpoint(self) -> Path | None:
+        """The last good checkpoint when this record was read (read once: pages ask several times)."""
         return checkpoints.latest(self.path)
 
     @property

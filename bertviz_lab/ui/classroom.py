@@ -15,6 +15,7 @@ which lab.sh runs) and the "Join this class" box with its QR code for the projec
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import re
@@ -167,6 +168,7 @@ def join_url(port: int = DEFAULT_PORT, address: str | None = None) -> str | None
     return f"http://{address}:{port}" if address else None
 
 
+@functools.lru_cache(maxsize=8)  # about 14 ms to draw: once per address, not on every rerun of every session
 def qr_svg(url: str) -> str:
     """A QR code of `url` as an SVG that scales to any width (black on white, 4-module quiet zone)."""
     import segno
