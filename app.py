@@ -10,6 +10,7 @@ import streamlit as st
 from bertviz_lab.ui.classroom import classroom_mode, join_box
 from bertviz_lab.ui.models import sidebar
 from bertviz_lab.ui.router import ensure_router
+from bertviz_lab.ui.turns import my_turn
 
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
 ensure_router()  # a server's first request: leave the pages/-folder mode before drawing anything
@@ -24,5 +25,6 @@ PAGES = [
 page = st.navigation(PAGES)
 if classroom_mode():
     join_box()
-sidebar()
-page.run()
+with my_turn():  # at most two sessions compute at once; the others wait in line (ui/turns.py)
+    sidebar()
+    page.run()

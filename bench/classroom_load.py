@@ -1,23 +1,29 @@
-"""A classroom typing at once: N browser sessions on one real app server, half on Mask & predict and half on
-Attention, each submitting several distinct sentences as fast as the server answers.
+"""A classroom typing at once: N sessions on one real app server, half on Mask & predict and half on
+Attention, each submitting several distinct sentences of its own.
 
 Starts `streamlit run app.py` (the repo's .streamlit config; headless, 127.0.0.1, file watcher off, as on a
-server nobody edits), opens every session at the same time (one headless Chromium, one browser context per
-student), then releases them together. A session submits a sentence (Ctrl+Enter), waits until the app is idle
-and shows the answer computed here for that sentence (the filled sentence on Mask & predict, the top guess and
-its probability on Attention), and submits the next one at once: the worst a class can do.
+server nobody edits), opens every session at the same time, then releases them together. A session submits
+a sentence, waits until the run is over and checks that the page shows the answer computed here for that
+sentence (the filled sentence on Mask & predict, the top guess and its probability on Attention), and
+submits the next one after reading it and typing (--think, 3 s on average; 0: at once). The first
+sentences go all at once in every case: the whole class pressing Ctrl+Enter together.
+
+Two drivers:
+  - protocol (default): each session is a websocket speaking Streamlit's own protocol (bench.streamlit_client),
+    as a browser does, but costing the machine almost nothing: in a classroom every student's browser runs
+    on the student's own machine, so the server's 2 cores are the server's;
+  - browser: one headless Chromium, one browser context per student, on the same cores as the server (under
+    `nice`, --browser-nice, default 19); the end-to-end check, which also pays for drawing N pages.
 
 Two times per redraw:
   - server: the app script's run on the server (timed inside the server around Streamlit's script execution,
     matched to the sentence), which is what the goal is about;
-  - browser: from Ctrl+Enter to the answer on the page, what a student waits; on one machine it also pays
-    for Chromium drawing all N pages on the same cores. Chromium runs under `nice` (--browser-nice, default
-    19) so that the server, like a real one, has the cores first; --server-cpus pins the server to some
-    cores, to leave Chromium the rest on a bigger machine.
+  - client: from the submit to the answer (protocol: the script_finished message; browser: the answer drawn
+    on the page), what a student waits, less (protocol) or plus (browser) the drawing.
 Every session must get the right answer for every sentence, with no error box, and the model must be loaded
 once (the server log's "loading model ... on ..." lines).
 
-    .venv/bin/python -m bench.classroom_load [--sessions 10] [--sentences 5] [--port P]
+    .venv/bin/python -m bench.classroom_load [--sessions 10] [--sentences 5] [--think 3] [--driver browser]
 """
 
 from __future__ import annotations
@@ -52,7 +58,9 @@ PAGES = {"predict": "Mask & predict", "attention": "Attention"}  # URL path -> p
 TEXT_KEYS = {"predict": "predict.text_a", "attention": "attn.text_a"}  # each page's Sentence A widget
 SHIPPED = ROOT / "checkpoints" / "bertviz-mini"
 LOAD_LINE = re.compile(r"loading model (\S+) on (\w+)")
-RUN_LINE = re.compile(r"classroom_load run ([0-9.]+) (\w+) ([0-9a-f]{12})")
+# a script run: its seconds, page, sentence digest, its thread's CPU seconds, the server's CPU seconds so far,
+# and its session
+RUN_LINE = re.compile(r"classroom_load run ([0-9.]+) (\w+) ([0-9a-f]{12}) cpu ([0-9.]+) ([0-9.]+) session (\S+)")
 PROBLEMS = ('[data-testid="stException"], [data-testid="stAlertContentError"], '
             '[data-testid="stAlertContentWarning"]')
 # True once the app is idle and shows this sentence's answer (or an error box); fresh elements only.
@@ -71,6 +79,8 @@ ANSWERED = """([page, answer]) => {
   const [want, wantToken, wantP] = answer.split("|");
   return where === want && rank === "1" && token === wantToken && Math.abs(Number(p) - Number(wantP)) < 1e-3;
 }""" % PROBLEMS.replace("'", '"')
+POLL_MS = 50  # how often each page checks for its answer: finer polling costs Chromium CPU the server shares
+FIRST_VIEW_TIMEOUT_S = 600  # N pages opening at once on 2 cores: Chromium parses Streamlit's JS N times
 FIRST_VIEW = """() => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
   && document.querySelector('textarea[aria-label="Sentence A"]')
   && document.querySelector('[data-testid="stPlotlyChart"] .main-svg')"""
@@ -155,15 +165,17 @@ def timed_streamlit() -> None:
     inner = script_runner.exec_func_with_error_handling
 
     def timed(func, ctx):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         try:
             return inner(func, ctx)
         finally:
-            seconds = time.perf_counter() - start
+            seconds, own = time.perf_counter() - start, time.thread_time() - cpu
             for page, key in TEXT_KEYS.items():
                 with contextlib.suppress(Exception):
                     text = ctx.session_state[key]
-                    print(f"classroom_load run {seconds:.4f} {page} {digest(text)}", file=sys.stderr, flush=True)
+                    sys.stderr.write(f"classroom_load run {seconds:.4f} {page} {digest(text)} cpu {own:.4f} "
+                                     f"{time.process_time():.3f} session {ctx.session_id[:8]}\n")  # one write:
+                    sys.stderr.flush()  # print() writes the newline apart, and two threads' lines could merge
                     break
 
     script_runner.exec_func_with_error_handling = timed
@@ -209,7 +221,7 @@ async def _session(browser, url: str, index: int, jobs: list[Job], everyone: asy
         start = time.perf_counter()
         try:
             await page.goto(f"{url}/{jobs[0].page}")
-            await page.wait_for_function(FIRST_VIEW, polling=20, timeout=timeout_s * 1000)
+            await page.wait_for_function(FIRST_VIEW, polling=250, timeout=FIRST_VIEW_TIMEOUT_S * 1000)
         except BaseException:
             await everyone.abort()  # the others would wait for this one forever
             raise
@@ -223,7 +235,7 @@ async def _session(browser, url: str, index: int, jobs: list[Job], everyone: asy
             start = time.perf_counter()
             await box.press("Control+Enter")
             try:
-                await page.wait_for_function(ANSWERED, arg=[job.page, job.answer], polling=20,
+                await page.wait_for_function(ANSWERED, arg=[job.page, job.answer], polling=POLL_MS,
                                              timeout=timeout_s * 1000)
                 seconds, problem = time.perf_counter() - start, ""
             except Exception as exc:  # a Playwright timeout: say which, keep the other sessions going
@@ -257,8 +269,63 @@ async def _drive(url: str, plans: list[list[Job]], timeout_s: float, nice: int, 
     return [first for first, _ in results], [r for _, redraws in results for r in redraws]
 
 
-def drive(url: str, plans: list[list[Job]], timeout_s: float = 120.0, nice: int = 0, think: float = 0.0):
+def shows_answer(job: Job, run) -> bool:
+    """The protocol driver's check of a finished run, the same as ANSWERED's in the browser."""
+    import pyarrow as pa
+
+    if job.page == "predict":
+        return any(" ".join(code.code_text.split()) == job.answer for code in run.of("code"))
+    want, token, p = job.answer.split("|")
+    for frame in run.of("dataframe"):
+        table = pa.ipc.open_stream(frame.arrow_data.data).read_all()
+        if "[MASK] at" in table.column_names and table.num_rows:
+            row = table.slice(0, 1).to_pylist()[0]
+            return (row["[MASK] at"] == want and row["rank"] == 1 and row["all heads"] == token
+                    and abs(row["p (all heads)"] - float(p)) < 1e-3)
+    return False
+
+
+async def _protocol_session(url: str, index: int, jobs: list[Job], everyone: asyncio.Barrier, timeout_s: float,
+                            think: float):
+    from bench.streamlit_client import Session
+
+    start = time.perf_counter()
+    try:
+        session, run = await Session.open(url, jobs[0].page, FIRST_VIEW_TIMEOUT_S)
+        box = session.widget_id(run, "text_area", "Sentence A")
+    except BaseException:
+        await everyone.abort()  # the others would wait for this one forever
+        raise
+    first, redraws = time.perf_counter() - start, []
+    await everyone.wait()  # every session has its page: everyone types at once
+    rng = random.Random(index)
+    try:
+        for n, job in enumerate(jobs):
+            await asyncio.sleep(rng.uniform(0, 2 * think) if n else 0)  # reading the answer, typing the next
+            try:
+                run = await session.rerun({box: job.text}, timeout_s)
+            except TimeoutError:  # the stream now holds that run's late messages: this session stops here
+                redraws += [Redraw(index, j, None, f"no answer within {timeout_s:g} s") for j in jobs[n:]]
+                break
+            problems = run.problems() or ([] if shows_answer(job, run) else ["the page shows another answer"])
+            redraws.append(Redraw(index, job, None if problems else run.seconds, " / ".join(problems)))
+    finally:
+        await session.close()
+    return first, redraws
+
+
+async def _drive_protocol(url: str, plans: list[list[Job]], timeout_s: float, think: float):
+    everyone = asyncio.Barrier(len(plans))
+    results = await asyncio.gather(*(_protocol_session(url, i, jobs, everyone, timeout_s, think)
+                                     for i, jobs in enumerate(plans)))
+    return [first for first, _ in results], [r for _, redraws in results for r in redraws]
+
+
+def drive(url: str, plans: list[list[Job]], timeout_s: float = 120.0, nice: int = 0, think: float = 0.0,
+          driver: str = "browser"):
     """Run every session's jobs at once, `think` s apart on average; (first-view seconds, every redraw)."""
+    if driver == "protocol":
+        return asyncio.run(_drive_protocol(url, plans, timeout_s, think))
     with tempfile.TemporaryDirectory() as tmp:
         return asyncio.run(_drive(url, plans, timeout_s, nice, think, tmp))
 
@@ -268,14 +335,28 @@ def model_loads(log: str) -> list[str]:
     return [f"{m.group(1)} on {m.group(2)}" for m in LOAD_LINE.finditer(log)]
 
 
-def server_seconds(log: str, jobs: list[Job]) -> dict[str, list[float]]:
-    """Per page, the server's script-run seconds of the runs that drew one of `jobs`' sentences."""
+def server_seconds(log: str, jobs: list[Job], column: int = 1) -> dict[str, list[float]]:
+    """Per page, the server's script-run seconds of the runs that drew one of `jobs`' sentences
+    (`column` 4: the CPU seconds of the run's own thread instead)."""
     wanted = {(job.page, digest(job.text)) for job in jobs}
     out: dict[str, list[float]] = {page: [] for page in PAGES}
     for m in RUN_LINE.finditer(log):
         if (m.group(2), m.group(3)) in wanted:
-            out[m.group(2)].append(float(m.group(1)))
+            out[m.group(2)].append(float(m.group(column)))
     return out
+
+
+def server_cpu_per_redraw(log: str, jobs: list[Job]) -> float | None:
+    """The server process's CPU seconds (every thread: scripts, event loop, torch's workers) from the end of
+    the last run before the first job's to the end of the last job's, per job run."""
+    wanted = {(job.page, digest(job.text)) for job in jobs}
+    before, after, n = None, None, 0
+    for m in RUN_LINE.finditer(log):
+        if (m.group(2), m.group(3)) in wanted:
+            after, n = float(m.group(5)), n + 1
+        elif n == 0:
+            before = float(m.group(5))
+    return None if before is None or not n else (after - before) / n
 
 
 def distribution(label: str, seconds: list[float]) -> str:
@@ -299,8 +380,13 @@ def main() -> None:
                                                                      "(default: unset, torch uses every core)")
     parser.add_argument("--browser-nice", type=int, default=19, help="Chromium's niceness (default 19: on a "
                                                                      "machine it shares, it waits for the server)")
-    parser.add_argument("--think", type=float, default=0.0, help="mean seconds between an answer and the next "
-                                                                 "sentence (default 0: no student ever pauses)")
+    parser.add_argument("--driver", choices=("protocol", "browser"), default="protocol",
+                        help="protocol (default): websocket clients that cost the server's machine almost nothing, "
+                             "as students' own browsers; browser: headless Chromium on the same cores")
+    parser.add_argument("--think", type=float, default=3.0,
+                        help="mean seconds between an answer and the next sentence, drawn from 0..2x (default 3: "
+                             "reading the answer and typing the next; 0: no student ever pauses, the server at "
+                             "full load, a test of its capacity)")
     args = parser.parse_args()
     cpus = {int(c) for c in args.server_cpus.split(",")} if args.server_cpus else None
     busy = os.getloadavg()[0]  # other work on the machine before this run starts
@@ -311,10 +397,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "server.log"
         with server(args.port or free_port(), log_path, cpus, args.server_threads) as url:
-            firsts, redraws = drive(url, plans, nice=args.browser_nice, think=args.think)
+            firsts, redraws = drive(url, plans, nice=args.browser_nice, think=args.think, driver=args.driver)
         log = log_path.read_text(errors="replace")
     loads, served = model_loads(log), server_seconds(log, jobs)
-    where = f"server on cores {sorted(cpus)}" if cpus else f"server and Chromium (nice {args.browser_nice}) share them"
+    clients = "websocket clients" if args.driver == "protocol" else f"Chromium (nice {args.browser_nice})"
+    where = f"server on cores {sorted(cpus)}" if cpus else f"server and {clients} share them"
     where += f", OMP_NUM_THREADS={args.server_threads}" if args.server_threads else ""
     print(f"{datetime.date.today()} · {platform.node()} · {os.cpu_count()} cores, {where} · load average "
           f"before {busy:.1f} · {args.sessions} sessions x {args.sentences} sentences, all at once, think "
@@ -324,7 +411,15 @@ def main() -> None:
     for page, title in PAGES.items():
         print(distribution(title, served[page]))
     print(distribution("overall", served["predict"] + served["attention"]))
-    print("browser time (Ctrl+Enter to the answer on the page; Chromium shares the same cores):")
+    cpu = server_seconds(log, jobs, column=4)
+    print("server CPU (the run's own thread; what the redraw costs, whatever the machine's load):")
+    for page, title in PAGES.items():
+        print(distribution(title, cpu[page]))
+    per_redraw = server_cpu_per_redraw(log, jobs)
+    if per_redraw is not None:
+        print(f"  whole server process (every thread), per redraw: {per_redraw * 1000:.0f} ms of CPU")
+    print("client time (submit to script_finished, over the websocket):" if args.driver == "protocol" else
+          "browser time (Ctrl+Enter to the answer on the page; Chromium shares the same cores):")
     for page, title in PAGES.items():
         print(distribution(title, [r.browser_s for r in redraws if r.job.page == page and r.browser_s]))
     print(distribution("overall", [r.browser_s for r in redraws if r.browser_s]))

@@ -52,7 +52,7 @@ else:
 if forward.off:
     st.caption(f"Shown with {len(forward.off)} head(s) switched off: {', '.join(forward.off)}. "
                "Layers above them change too.")
-st.download_button("Download this matrix (CSV)", shown.frame().to_csv(), file_name=f"{shown.name}.csv",
+st.download_button("Download this matrix (CSV)", shown.frame().to_csv, file_name=f"{shown.name}.csv",  # on click
                    mime="text/csv", key=K.CSV.name, on_click="ignore")
 
 with st.expander("All layers × heads at once", key=K.GRID.name, on_change="rerun") as grid_box:

@@ -236,6 +236,35 @@ def test_prediction_change_compares_all_heads_with_heads_off(tiny_model, tiny_to
     assert "heads off" not in only.columns
 
 
+@pytest.mark.parametrize("off", [None, ["L0 H0", "L1 H2"]])
+def test_the_traced_pass_gives_its_column_of_the_prediction_table_with_one_forward_less(
+        tiny_model, tiny_tokenizer, monkeypatch, off):
+    encoding = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] sat on the [MASK] .")
+    mask = None if off is None else av.head_mask(off, 2, 4)
+    alone = av.prediction_change(tiny_model, tiny_tokenizer, encoding, mask, 3)
+    view = av.explore(tiny_model, encoding, mask, tiny_tokenizer.mask_id)
+    assert view.mask_logits.shape == (2, tiny_model.config.vocab_size)
+    forwards = []
+    real = predict.predict_masks
+    monkeypatch.setattr(predict, "predict_masks", lambda *a, **k: forwards.append(k) or real(*a, **k))
+    shared = av.prediction_change(tiny_model, tiny_tokenizer, encoding, mask, 3, view=view)
+    pd.testing.assert_frame_equal(shared, alone, check_exact=True)  # the same numbers, to the last bit
+    # No heads off: the view's pass is the only one. Heads off: it gives that column; "all heads" runs.
+    assert forwards == ([] if off is None else [{"top_k": 3, "head_mask": None}])
+    # A view of other heads is not taken for these: the table then runs its own forwards.
+    other = av.explore(tiny_model, encoding, av.head_mask(["L1 H1"], 2, 4), tiny_tokenizer.mask_id)
+    forwards.clear()
+    pd.testing.assert_frame_equal(av.prediction_change(tiny_model, tiny_tokenizer, encoding, mask, 3, view=other),
+                                  alone, check_exact=True)
+    assert len(forwards) == (1 if off is None else 2)
+
+
+def test_a_view_without_a_mask_or_a_mask_id_keeps_no_logits(tiny_model, tiny_tokenizer):
+    masked = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] sat .")
+    assert av.explore(tiny_model, masked).mask_logits is None  # no mask id given
+    plain = inputs.encode(tiny_tokenizer, tiny_model, "the cat sat .")
+    assert av.explore(tiny_model, plain, None, tiny_tokenizer.mask_id).mask_logits is None
+
 def test_prediction_change_explains_what_is_missing(tiny_model, tiny_tokenizer, tiny_config):
     encoding = inputs.encode(tiny_tokenizer, tiny_model, "the cat sat .")
     with pytest.raises(InputError, match=r"Add \[MASK\]"):

@@ -1,8 +1,11 @@
 """The real app in headless Chromium: every page renders its charts without an exception,
 a new sentence changes the chart, and each page leaves a screenshot to look at."""
 
+import csv
+import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 from browser.harness import CHART, CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, streamlit_server, wait_idle
 
@@ -63,3 +66,24 @@ def test_a_deep_link_as_the_first_request_gets_the_apps_menu():
         assert "Mask & predict" in nav and "app" not in nav.split()
         page.wait_for_selector(CHART, timeout=30_000)
         assert page.locator(EXCEPTION).count() == 0
+
+
+def test_the_csv_button_downloads_the_matrix_on_show(server):
+    """The CSV is made when the button is clicked (not on every redraw), and it is the model's matrix."""
+    from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
+    from bertviz_lab.ui.state import Attention
+    from bertviz_lab.views import inputs
+
+    ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
+    encoding = inputs.encode(ckpt.tokenizer, ckpt.model, Attention.SENTENCES.text_a.default)
+    expected = inputs.attention_matrices(inputs.run(ckpt.model, encoding, trace=True))[0, 0]
+    with browser_page() as page:
+        open_page(page, server, "attention")
+        page.wait_for_selector(CHART, timeout=30_000)
+        with page.expect_download(timeout=30_000) as info:
+            page.get_by_role("button", name="Download this matrix (CSV)").click()
+        download = info.value
+        rows = list(csv.reader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
+    assert download.suggested_filename == "attention_L0_H0.csv"
+    assert rows[0][0] == "query \\ key" and [r[0] for r in rows[1:]] == [f"{i} {t}" for i, t in enumerate(encoding.tokens)]
+    np.testing.assert_allclose(np.array([[float(x) for x in r[1:]] for r in rows[1:]]), expected, atol=1e-6)

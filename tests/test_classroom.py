@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -263,6 +264,16 @@ def test_config_binds_localhost_hides_errors_and_caps_uploads_at_the_apps_cap():
     assert config["client"]["showErrorDetails"] == "none"
     assert config["client"]["toolbarMode"] == "viewer" and config["browser"]["gatherUsageStats"] is False
     assert config["server"]["maxUploadSize"] * 2**20 == MAX_TEXT_BYTES
+
+
+def test_no_full_garbage_collection_after_every_script_run():
+    """Streamlit's default collects all generations after each run: ~150 ms holding the GIL with torch,
+    pandas and plotly loaded, paid by every session on every redraw (bench.classroom_load)."""
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["postScriptGC"] is False
+    runner = Path(streamlit.__file__).parent / "runtime" / "scriptrunner" / "script_runner.py"
+    assert re.search(r'if config\.get_option\("runner\.postScriptGC"\):\s+gc\.collect\(2\)', runner.read_text())
 
 
 def test_streamlit_counts_max_upload_size_in_units_of_2_to_the_20():

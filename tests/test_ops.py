@@ -20,7 +20,8 @@ SHAPES = [  # (input shape, d_out); rows = product of all dims but the last
 
 @pytest.fixture
 def onednn_calls(monkeypatch):
-    """Counts the calls that reach the oneDNN path (and still runs it)."""
+    """Counts the calls that reach the oneDNN path (and still runs it); every size of weight may take it."""
+    monkeypatch.setattr(ops, "ONEDNN_MIN_WEIGHT", 0)
     calls = []
     real = ops._onednn_linear
 
@@ -84,6 +85,19 @@ def test_training_mode_linear_takes_the_plain_path(onednn_calls):
     with torch.no_grad():
         layer(x)
     assert len(onednn_calls) == (1 if torch.backends.mkldnn.is_available() else 0)
+
+
+@needs_onednn
+def test_only_a_big_weight_takes_the_onednn_path(monkeypatch):
+    calls = []
+    real = ops._onednn_linear
+    monkeypatch.setattr(ops, "_onednn_linear", lambda *args: calls.append(args[1].shape) or real(*args))
+    with torch.no_grad():
+        for d_in, d_out in [(256, 1024), (768, 768), (768, 3072), (3072, 768)]:  # mini's FFN, base's Q/K/V/O, FFN
+            x, weight, b = random_linear((1, 9, d_in), d_out, True, seed=d_in)
+            torch.testing.assert_close(ops.linear(x, weight, b, ops.PackedWeightCache()), F.linear(x, weight, b),
+                                       rtol=1e-4, atol=1e-4)
+    assert calls == [(3072, 768), (768, 3072)]  # 2.4M entries each; the others are under 2**21
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5])

@@ -1,10 +1,11 @@
 """Faster building blocks with the exact semantics of their torch counterparts.
 
-`Linear` / `linear`: for fp32 inference on CPU, oneDNN's inner product with a weight packed in its
-own blocked layout beats the plain GEMM behind `F.linear` by a wide margin at
-the small batch sizes of an interactive page (python -m bench.inference). Packing
-costs a copy, so the packed weight is cached and rebuilt only when the weight
-changes (its version counter moves) or moves device. Training, autograd, other
+`Linear` / `linear`: for fp32 inference on CPU with a big weight (2**21 entries or more: BERT-base's
+FFN), oneDNN's inner product with the weight packed in its own blocked layout beats the plain GEMM
+behind `F.linear` at the small batch sizes of an interactive page; each call pays ~0.1 ms to convert
+its input and output, so smaller weights (all of the shipped mini model's) take `F.linear`
+(python -m bench.inference). Packing costs a copy, so the packed weight is cached and rebuilt only
+when the weight changes (its version counter moves) or moves device. Training, autograd, other
 dtypes and other devices take the ordinary path, so nothing else changes.
 
 `Dropout` / `dropout`: on CPU, drawing one Bernoulli sample per element is a
@@ -21,6 +22,9 @@ from torch import nn
 
 _ONEDNN = torch.backends.mkldnn.is_available()
 ROW_BUCKET = 16
+# Measured 2026-11-23 on 2 cores, 16-32 rows: oneDNN is 1.5-3.5x slower than F.linear for 256 x 256 to
+# 256 x 1024 weights, 1.4x for 768 x 768, and 0.8-0.97x for 768 x 3072 and 3072 x 768.
+ONEDNN_MIN_WEIGHT = 2**21
 
 
 class PackedWeightCache:
@@ -46,7 +50,7 @@ def use_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cache: PackedWeightCache):
     """F.linear(x, weight, bias): the one place that picks oneDNN or plain PyTorch."""
-    if use_onednn(x, weight):
+    if weight.numel() >= ONEDNN_MIN_WEIGHT and use_onednn(x, weight):
         return _onednn_linear(x, weight, bias, cache)
     return F.linear(x, weight, bias)  # the plain path: training, autograd, GPU, other dtypes
 

@@ -5,8 +5,8 @@ Sized to be read from the back of a classroom: 14 px text or more where it fits,
 values in the cells of small matrices, weights to WEIGHT_DIGITS significant digits on
 hover (enough to check a computation by hand, even for a weight like 0.000123456). Axis
 labels arrive HTML-escaped (`token_labels`), since plotly renders a subset of HTML.
-Each figure is built in one constructor call (plotly validates once), because the
-page redraws all of them on every rerun.
+Each figure is built in one constructor call with its whole layout (`house`: plotly
+validates once), because the page redraws all of them on every rerun.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bertviz_lab.figures import SEQUENTIAL, house_layout
+from bertviz_lab.figures import SEQUENTIAL, house
 
 SERIES_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#8d5ab8")
 CELL_TEXT_MAX = 16  # print each weight inside the cells when the matrix is at most this wide
@@ -49,8 +49,7 @@ def attention_heatmap(weights: np.ndarray, x_labels: list[str], y_labels: list[s
                    tickfont=dict(size=_tick_size(cols))),
         yaxis=dict(title=dict(text="query (looking)"), type="category", autorange="reversed", dtick=1,
                    tickfont=dict(size=_tick_size(rows))))
-    fig = go.Figure(data=[heatmap], layout=layout)
-    return house_layout(fig, title, height or int(np.clip(170 + 30 * rows, 420, 1000)))
+    return go.Figure(data=[heatmap], layout=house(layout, title, height or int(np.clip(170 + 30 * rows, 420, 1000))))
 
 
 def attention_grid(weights: np.ndarray, x_labels: list[str], y_labels: list[str],
@@ -76,7 +75,7 @@ def attention_grid(weights: np.ndarray, x_labels: list[str], y_labels: list[str]
                               y=y1, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
                               showarrow=False, font=dict(size=13)))
     layout.update(annotations=notes, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0.0, cmax=1.0, colorbar=COLORBAR))
-    return house_layout(go.Figure(data=traces, layout=layout), title, int(80 + 160 * L))
+    return go.Figure(data=traces, layout=house(layout, title, int(80 + 160 * L)))
 
 
 def softmax_bars(df: pd.DataFrame, title: str) -> go.Figure:
@@ -89,7 +88,7 @@ def softmax_bars(df: pd.DataFrame, title: str) -> go.Figure:
     layout = dict(barmode="group", showlegend=len(df.columns) > 1, legend=LEGEND,
                   xaxis=dict(type="category", tickangle=-50, tickfont=dict(size=_tick_size(len(df)))),
                   yaxis=dict(title=dict(text="attention weight"), range=[0, min(1.1, top * 1.2 + 0.02)]))
-    return house_layout(go.Figure(data=bars, layout=layout), title, 420)
+    return go.Figure(data=bars, layout=house(layout, title, 420))
 
 
 def vector_bars(df: pd.DataFrame, title: str, height: int = 360, lower: list[str] | None = None) -> go.Figure:
@@ -107,7 +106,7 @@ def vector_bars(df: pd.DataFrame, title: str, height: int = 360, lower: list[str
         layout.update(xaxis=dict(x, matches="x2", showticklabels=False, title=None, anchor="y"),
                       yaxis=dict(layout["yaxis"], domain=[0.52, 1.0]), xaxis2=dict(x, anchor="y2"),
                       yaxis2=dict(zeroline=True, zerolinecolor="#888", domain=[0.0, 0.42], anchor="x2"))
-    return house_layout(go.Figure(data=bars, layout=layout), title, height)
+    return go.Figure(data=bars, layout=house(layout, title, height))
 
 
 def step_norms(steps: list[str], norms: np.ndarray, title: str, highlight: str = "LayerNorm") -> go.Figure:
@@ -119,4 +118,4 @@ def step_norms(steps: list[str], norms: np.ndarray, title: str, highlight: str =
     layout = dict(xaxis=dict(title=dict(text="length of the vector (L2 norm)"), range=[0, float(max(norms)) * 1.15]),
                   yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=14), ticklabelstandoff=8),
                   bargap=0.25)
-    return house_layout(go.Figure(data=[bar], layout=layout), title, 80 + 36 * len(steps))
+    return go.Figure(data=[bar], layout=house(layout, title, 80 + 36 * len(steps)))

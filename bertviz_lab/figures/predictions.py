@@ -12,7 +12,7 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-from bertviz_lab.figures import house_layout
+from bertviz_lab.figures import house, house_layout
 
 BAR_COLOR = "#1f77b4"
 LINE_COLOR = "#7f7f7f"
@@ -27,17 +27,18 @@ def prediction_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -
     tokens = [html.escape(str(t)) for t in table["token"]]
     probs = table["probability"].astype(float).tolist()
     logits = table["logit"].astype(float).tolist() if "logit" in table else [float("nan")] * len(probs)
-    fig = go.Figure(go.Bar(
+    bar = go.Bar(
         x=probs, y=tokens, orientation="h", marker_color=BAR_COLOR,
         text=[f"{p:.1%}" for p in probs], textposition="auto", textfont=dict(size=15), cliponaxis=False,
         customdata=logits, hovertemplate="<b>%{y}</b><br>probability %{x:.6g}<br>logit %{customdata:.4f}"
-                                         "<extra></extra>"))
-    # Category axis: tokens such as "1" or "." must stay labels, in the table's order.
-    fig.update_yaxes(type="category", autorange="reversed", tickfont=dict(size=16))
-    # Room on the right for the label of a short top bar; a long one carries its label inside.
+                                         "<extra></extra>")
     top = max(probs, default=0.0)
-    fig.update_xaxes(title="probability", tickformat=".0%", range=[0, min(1.0, top * 1.3) or 1.0])
-    return house_layout(fig, title, height=90 + 34 * len(tokens))
+    layout = dict(
+        # Category axis: tokens such as "1" or "." must stay labels, in the table's order.
+        yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=16)),
+        # Room on the right for the label of a short top bar; a long one carries its label inside.
+        xaxis=dict(title=dict(text="probability"), tickformat=".0%", range=[0, min(1.0, top * 1.3) or 1.0]))
+    return go.Figure(bar, layout=house(layout, title, 90 + 34 * len(tokens)))
 
 
 def confidence_strip(rows: pd.DataFrame | list[dict], max_entropy: float, title: str | None = None,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import plotly.graph_objects as go
 
-from bertviz_lab.figures import house_layout
+from bertviz_lab.figures import house
 
 RUN_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#c2383a", "#8d5ab8", "#6b6b6b", "#1a9e9e", "#b8860b")
 MAX_POINTS = 1500  # per trace: longer train curves are thinned so live redraws stay quick
@@ -69,11 +69,9 @@ def _chart(curves: dict[str, Curves], series: list[tuple[str, str, str]], title:
         showlegend=True, legend=LEGEND, hovermode="x unified" if len(curves) == 1 else "closest",
         xaxis=dict(title=dict(text="step"), rangemode="tozero"),
         yaxis=dict(title=dict(text=y_title), type="log" if log_y else "linear",
-                   **({"range": y_range} if y_range else {})))
-    fig = go.Figure(data=traces, layout=layout)
-    house_layout(fig, title, HEIGHT)
-    fig.update_layout(margin=dict(l=10, r=10, t=60, b=10))
-    return fig
+                   **({"range": y_range} if y_range else {})),
+        margin=dict(l=10, r=10, t=60, b=10))
+    return go.Figure(data=traces, layout=house(layout, title, HEIGHT))
 
 
 def loss_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True) -> go.Figure:

@@ -45,12 +45,13 @@ class Forward:
 # session shares it instead of unpickling a copy; a few entries, as BERT-base at 512 tokens is ~400 MB.
 @st.cache_resource(max_entries=8, show_spinner=False)
 def explore(key: Forward, _ckpt: Checkpoint, _encoding: Encoding) -> av.AttentionView:
-    return av.explore(_ckpt.model, _encoding, key.head_mask(_ckpt))
+    return av.explore(_ckpt.model, _encoding, key.head_mask(_ckpt), _ckpt.tokenizer.mask_id)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def predictions(key: Forward, _ckpt: Checkpoint, _encoding: Encoding) -> pd.DataFrame:
-    return av.prediction_change(_ckpt.model, _ckpt.tokenizer, _encoding, key.head_mask(_ckpt))
+    view = explore(key, _ckpt, _encoding)  # its pass gives one of the two columns: one forward less
+    return av.prediction_change(_ckpt.model, _ckpt.tokenizer, _encoding, key.head_mask(_ckpt), view=view)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -14,7 +14,7 @@ def number(fmt: str = "%.4f", label: str | None = None):
 
 def numbers(df: pd.DataFrame, fmt: str = "%.4f", **special: str) -> dict:
     """`fmt` for every float column, or the format `special` names for it (e.g. weight="%.6f")."""
-    return {c: number(special.get(c, fmt)) for c in df.columns if pd.api.types.is_float_dtype(df[c])}
+    return {c: number(special.get(c, fmt)) for c, dtype in df.dtypes.items() if pd.api.types.is_float_dtype(dtype)}
 
 
 def table_height(df: pd.DataFrame):

@@ -54,6 +54,9 @@ class AttentionView:
     context: np.ndarray  # (L, H, T, D) weights @ v, times 0 for a head switched off
     heads_on: np.ndarray  # (L, H) bool
     hidden: np.ndarray  # (L + 1, T, d) the model's hidden states: the embeddings, then each layer's output
+    # (M, V) the MLM logits at each [MASK] from the same pass (so the prediction table needs no second
+    # forward with these heads); None without a [MASK] or an MLM head
+    mask_logits: np.ndarray | None = None
 
     def additive_mask(self, layer: int, head: int) -> np.ndarray:
         """(T, T) additive mask this head's softmax saw."""
@@ -113,9 +116,13 @@ class DotProduct:
     score: float  # dot / sqrt_d
 
 
-def explore(model: BertForPreTraining, encoding: Encoding, head_mask: torch.Tensor | None = None) -> AttentionView:
-    """One traced forward pass (eval, no grad) turned into numpy arrays."""
-    out = inputs.run(model, encoding, trace=True, head_mask=head_mask)
+def explore(model: BertForPreTraining, encoding: Encoding, head_mask: torch.Tensor | None = None,
+            mask_id: int | None = None) -> AttentionView:
+    """One traced forward pass (eval, no grad) turned into numpy arrays; given the tokenizer's `mask_id`,
+    with the MLM logits at each [MASK] too."""
+    guessed = [i for i, t in enumerate(encoding.ids) if t == mask_id] if model.has_mlm else []  # the [MASK]s
+    # The MLM head runs at those positions only (none: no T x V logits nobody reads).
+    out = inputs.run(model, encoding, trace=True, head_mask=head_mask, masked_positions=guessed)
     trace = out.trace
 
     def stack(name: str) -> np.ndarray:
@@ -132,7 +139,8 @@ def explore(model: BertForPreTraining, encoding: Encoding, head_mask: torch.Tens
         sequence_ids=list(encoding.sequence_ids), special=np.array(encoding.special_mask, bool),
         q=stack("q"), k=stack("k"), v=stack("v"), scores=stack("scores"), mask=mask, weights=weights,
         context=stack("context"), heads_on=heads_on,
-        hidden=np.stack([h[0].float().cpu().numpy() for h in out.hidden_states])))
+        hidden=np.stack([h[0].float().cpu().numpy() for h in out.hidden_states]),
+        mask_logits=out.mlm_logits.float().cpu().numpy() if guessed else None))
 
 
 def _read_only(view: AttentionView) -> AttentionView:
@@ -296,17 +304,36 @@ def dot_product(view: AttentionView, layer: int, head: int, query: int, key: int
 
 
 def prediction_change(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding,
-                      heads_off: torch.Tensor | None = None, top_k: int = 5) -> pd.DataFrame:
-    """Top-k guesses for every [MASK] with all heads, and with `heads_off` applied when given."""
+                      heads_off: torch.Tensor | None = None, top_k: int = 5,
+                      view: AttentionView | None = None) -> pd.DataFrame:
+    """Top-k guesses for every [MASK] with all heads, and with `heads_off` applied when given. `view`: this
+    encoding's `explore` (with the tokenizer's mask id): its pass serves whichever of the two it ran as."""
     if not model.has_mlm:
         raise InputError("This model has no MLM head, so it cannot guess masked words "
                          "(the attention views above still work).")
     if tokenizer.mask_id not in encoding.ids:
         raise InputError("Add [MASK] to the text to see the predictions change when heads are switched off.")
     top_k = min(top_k, tokenizer.vocab_size)
-    runs = {"all heads": predict.predict_masks(model, tokenizer, encoding, top_k=top_k)}
+
+    def ran_as(head_mask: torch.Tensor | None) -> bool:
+        """True when `view`'s pass had exactly these heads on and kept its logits at the masks."""
+        if view is None or view.mask_logits is None:
+            return False
+        shape = view.heads_on.shape
+        on = np.ones(shape, bool) if head_mask is None else head_mask.cpu().numpy().reshape(shape) > 0
+        return np.array_equal(on, view.heads_on)
+
+    def predicted(head_mask: torch.Tensor | None) -> predict.Prediction:
+        """With these heads on: read from `view` when it ran with them (the same numbers), else one forward."""
+        if ran_as(head_mask):
+            positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_id]
+            return predict.read_logits(tokenizer, encoding, positions, torch.tensor(view.mask_logits),
+                                       predict.ReadOptions(top_k))
+        return predict.predict_masks(model, tokenizer, encoding, top_k=top_k, head_mask=head_mask)
+
+    runs = {"all heads": predicted(None)}
     if heads_off is not None:
-        runs["heads off"] = predict.predict_masks(model, tokenizer, encoding, top_k=top_k, head_mask=heads_off)
+        runs["heads off"] = predicted(heads_off)
     rows = []
     for m, mask in enumerate(runs["all heads"].masks):
         for rank in range(len(mask.candidates)):

@@ -139,7 +139,14 @@ def predict_at(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encodin
                positions: list[int], options: ReadOptions) -> Prediction:
     """One forward; top-k at the ascending `positions` (M of them), softmax at the options' temperature."""
     out = run(model, encoding, causal=options.causal, head_mask=options.head_mask, masked_positions=positions)
-    logits = out.mlm_logits[:, : tokenizer.vocab_size].double()  # (M, V); ids past the vocabulary never come out
+    return read_logits(tokenizer, encoding, positions, out.mlm_logits, options)
+
+
+def read_logits(tokenizer: WordPieceTokenizer, encoding: Encoding, positions: list[int], mlm_logits: torch.Tensor,
+                options: ReadOptions) -> Prediction:
+    """Top-k at the ascending `positions` from the MLM logits there, (M, V'): what predict_at reads from its
+    own forward, for a caller that already ran one (the Attention page's traced pass)."""
+    logits = mlm_logits[:, : tokenizer.vocab_size].double()  # (M, V); ids past the vocabulary never come out
     scaled = logits / options.temperature
     probs = scaled.softmax(-1)
     entropy = -(probs * scaled.log_softmax(-1)).sum(-1)  # (M,)
