@@ -38,7 +38,6 @@ import platform
 import random
 import re
 import shlex
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import wait_healthy
+from bench.common import free_port, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -182,12 +181,6 @@ def timed_streamlit() -> None:
     sys.exit(cli.main(prog_name="streamlit"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def server(port: int, log: Path, cpus: set[int] | None = None, threads: int = 0):
     """The app on 127.0.0.1:`port`, its stdout and stderr in `log`; stopped afterwards.
@@ -206,11 +199,7 @@ def server(port: int, log: Path, cpus: set[int] | None = None, threads: int = 0)
             wait_healthy(url, proc, log)
             yield url
         finally:
-            proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
-            if proc.poll() is None:
-                proc.kill()
+            stop(proc)
 
 
 async def _session(browser, url: str, index: int, jobs: list[Job], everyone: asyncio.Barrier, timeout_s: float,

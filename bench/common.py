@@ -43,6 +43,27 @@ def median_ms(fns: dict, rounds: int, warmup: int = 3) -> dict[str, float]:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(proc) -> None:
+    """Stop a server process: SIGTERM, up to 10 s to exit, then SIGKILL."""
+    import contextlib
+    import subprocess
+
+    proc.terminate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+    if proc.poll() is None:
+        proc.kill()
+
+
 def wait_healthy(url: str, proc, log=None, timeout: float = 60) -> None:
     """Wait until a Streamlit server at `url` answers its health check; raise if `proc` exits first."""
     import contextlib

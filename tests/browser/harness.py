@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from bench.common import wait_healthy
+from bench.common import free_port, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -20,12 +19,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
 EXCEPTION = '[data-testid="stException"]'
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -46,11 +39,7 @@ def streamlit_server(env: dict | None = None, *args: str, address: str = "127.0.
         wait_healthy(url, proc, log)
         yield url
     finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
-        if proc.poll() is None:
-            proc.kill()
+        stop(proc)
         if log is not None:
             out.close()
 
