@@ -1,11 +1,13 @@
-"""Command line: `python -m bertviz_lab predict|info|train|publish|runs ...`.
+"""Command line: `python -m bertviz_lab predict|similarity|lens|info|train|publish|runs ...`.
 
-predict   top-k guesses for each [MASK] of a sentence (or a pair), as a table or JSON
-info      a checkpoint's shape and model card
-train     pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
-publish   evaluate a run's last checkpoint and copy it, with a model card, to a folder the app lists
-runs      list, stop, resume or delete the runs under $BERTVIZ_RUNS (default runs/): the functions
-          the Pretrain page's buttons call
+predict     top-k guesses for each [MASK] of a sentence (or a pair), as a table or JSON
+similarity  one word's vectors in several sentences: their cosine matrix at every layer
+lens        the logit lens: the MLM head's top-k at each [MASK] after every layer
+info        a checkpoint's shape and model card
+train       pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
+publish     evaluate a run's last checkpoint and copy it, with a model card, to a folder the app lists
+runs        list, stop, resume or delete the runs under $BERTVIZ_RUNS (default runs/): the functions
+            the Pretrain page's buttons call
 
 It sits on views/ and pretrain/ and imports them lazily, so `--help` is instant. User
 mistakes print one line on stderr and exit with status 2; nothing a user types should
@@ -16,9 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
-from bertviz_lab.errors import LabError
+from bertviz_lab.errors import InputError, LabError
 
 EXIT_USAGE = 2
 
@@ -33,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--device", default="auto", help="auto, cpu or cuda")
     predict.add_argument("text", help='sentence with [MASK], e.g. "the cat sat on the [MASK] ."')
     predict.add_argument("text_b", nargs="?", default=None, help="optional second sentence (segment B)")
+    add_representation_parsers(sub)
     add_train_parser(sub)
     publish = sub.add_parser("publish", help="evaluate a run's last checkpoint and ship it with a model card")
     publish.add_argument("--run-dir", required=True)
@@ -43,6 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true")
     add_runs_parser(sub)
     return parser
+
+
+def add_representation_parsers(sub) -> None:
+    similarity = sub.add_parser("similarity", help="cosine matrix of one word's vectors across sentences, per layer")
+    similarity.add_argument("--word", required=True, help="the word to follow, e.g. bank")
+    similarity.add_argument("sentences", nargs="*", help="two or more sentences that contain the word")
+    lens = sub.add_parser("lens", help="the MLM head's top-k at each [MASK] after every layer (logit lens)")
+    lens.add_argument("--top-k", type=int, default=5, help="1 to the vocabulary size (default: 5)")
+    lens.add_argument("text", help='sentence with [MASK], e.g. "the cat sat on the [MASK] ."')
+    for command in (similarity, lens):
+        command.add_argument("--checkpoint", required=True, help="model folder (Hugging Face layout)")
+        command.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        command.add_argument("--device", default="auto", help="auto, cpu or cuda")
 
 
 def add_runs_parser(sub) -> None:
@@ -148,13 +165,18 @@ def cmd_publish(args) -> int:
     return 0
 
 
-def cmd_predict(args) -> int:
+def _load(args):
+    """The checkpoint of `--checkpoint`, on the device of `--device`."""
     from bertviz_lab.bert.checkpoint import load_checkpoint
     from bertviz_lab.bert.device import resolve_device
+
+    return load_checkpoint(args.checkpoint, device=resolve_device(args.device))
+
+
+def cmd_predict(args) -> int:
     from bertviz_lab.views import inputs, predict
 
-    device = resolve_device(args.device)
-    ckpt = load_checkpoint(args.checkpoint, device=device)
+    ckpt = _load(args)
     encoding = inputs.encode(ckpt.tokenizer, ckpt.model, args.text, args.text_b, allow_truncation=False)
     prediction = predict.predict_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=args.top_k)
     if args.json:
@@ -168,6 +190,57 @@ def cmd_predict(args) -> int:
         for c in mask.candidates:
             print(f"  {c.token:<16} {c.prob:8.4f}  {'#' * round(40 * c.prob)}")
     print("filled:", " ".join(t for t in prediction.filled if t not in ("[CLS]", "[SEP]")))
+    return 0
+
+
+def cmd_similarity(args) -> int:
+    from bertviz_lab.views import representations
+
+    blank = [n for n, text in enumerate(args.sentences, 1) if not text.strip()]
+    if blank:  # the view skips blank lines, which would shift the numbers its messages and output use
+        raise InputError(f"sentence {blank[0]} is empty")
+    ckpt = _load(args)
+    wic = representations.word_in_context(ckpt.model, ckpt.tokenizer, args.word, args.sentences)
+    sims = representations.cosines(wic.vectors)  # (L + 1, S, S)
+    if args.json:
+        print(json.dumps({"word": wic.word, "sentences": list(wic.sentences), "layers": sims.tolist()},
+                         indent=2, ensure_ascii=False))
+        return 0
+    if len(wic.pieces) > 1:
+        print(f"{_one_line(wic.word)!r} is {len(wic.pieces)} word pieces ({_printable(' '.join(wic.pieces))}): "
+              "its vector is their mean")
+    for n, text in enumerate(wic.sentences, 1):
+        print(f"{n:>4}. {_one_line(text)}")
+    for layer, matrix in enumerate(sims):
+        print(f"\nlayer {layer}{' (embeddings)' if layer == 0 else ''}")
+        print("    " + "".join(f"{n:>7}" for n in range(1, len(matrix) + 1)))
+        for n, row in enumerate(matrix, 1):
+            print(f"{n:>4}" + "".join(f"{value:7.3f}" for value in row))
+    return 0
+
+
+def cmd_lens(args) -> int:
+    """--top-k outside 1..vocabulary size is an error (as for `predict`), not silently clamped."""
+    from bertviz_lab.views import inputs, representations
+
+    ckpt = _load(args)
+    tokenizer = ckpt.tokenizer
+    if not 1 <= args.top_k <= tokenizer.vocab_size:
+        raise InputError(f"top-k must be between 1 and {tokenizer.vocab_size}, got {args.top_k}")
+    encoding = inputs.encode(tokenizer, ckpt.model, args.text, allow_truncation=False)
+    lens = representations.logit_lens(ckpt.model, encoding, tokenizer.mask_id)
+    tops = [[[(tokenizer.id_to_token(i), p) for i, p in mask.top(layer, args.top_k)]
+             for layer in range(mask.probs.shape[0])] for mask in lens.masks]
+    if args.json:
+        print(json.dumps({"tokens": lens.tokens, "masks": [
+            {"position": mask.position, "layers": [[{"token": t, "prob": p} for t, p in top] for top in layers]}
+            for mask, layers in zip(lens.masks, tops)]}, indent=2, ensure_ascii=False))
+        return 0
+    for n, (mask, layers) in enumerate(zip(lens.masks, tops), 1):
+        print(f"[MASK] #{n} at token {mask.position}")
+        for layer, top in enumerate(layers):
+            label = "layer 0 (embeddings)" if layer == 0 else f"layer {layer}"
+            print(f"  {label:<21}" + "  ".join(f"{_printable(t)} {p:.4f}" for t, p in top))
     return 0
 
 
@@ -208,8 +281,11 @@ def _printable(value) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"predict": cmd_predict, "info": cmd_info, "train": cmd_train,
-                "publish": cmd_publish, "runs": cmd_runs}[args.command](args)
+        return {"predict": cmd_predict, "similarity": cmd_similarity, "lens": cmd_lens, "info": cmd_info,
+                "train": cmd_train, "publish": cmd_publish, "runs": cmd_runs}[args.command](args)
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # `... | head` stopped reading: stop quietly, as other command-line tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush fails silently
+        return 0

@@ -18,8 +18,8 @@ from tests.browser.harness import (
 )
 
 DOCS = Path(__file__).resolve().parent
-PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("losses", "losses"),
-         ("worked", "worked")]
+PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("representations", "representations"),
+         ("losses", "losses"), ("worked", "worked")]
 # Close-ups of one section of a page: (file name, page path, the section's subheader). The section
 # runs from its subheader to the last chart on the page, so it must be the page's last section.
 SECTIONS = [("attention_layer", "attention", "After attention: the rest of the layer for this query")]

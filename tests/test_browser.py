@@ -13,7 +13,9 @@ pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 PAGES = [("home", "", False), ("predict", "predict", True), ("attention", "attention", True),
-         ("losses", "losses", True), ("worked", "worked", True)]
+         ("representations", "representations", True), ("losses", "losses", True), ("worked", "worked", True)]
+REPRESENTATION_TABS = ["Same word, different contexts", "Nearest neighbours", "Logit lens", "Embedding geometry",
+                       "Shapes and padding"]
 # What to do on a page before its charts exist: the losses stepper starts at step 1 (no chart).
 PREPARE = {"losses": lambda page: page.get_by_text("Show all steps").click()}
 
@@ -87,3 +89,26 @@ def test_the_csv_button_downloads_the_matrix_on_show(server):
     assert download.suggested_filename == "attention_L0_H0.csv"
     assert rows[0][0] == "query \\ key" and [r[0] for r in rows[1:]] == [f"{i} {t}" for i, t in enumerate(encoding.tokens)]
     np.testing.assert_allclose(np.array([[float(x) for x in r[1:]] for r in rows[1:]]), expected, atol=1e-6)
+
+
+def test_every_representations_tab_draws_its_charts(server):
+    """Each tab computes when opened (the bank with a progress bar the first time) and draws without an exception."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with browser_page(height=1700) as page:
+        open_page(page, server, "representations")
+        for n, tab in enumerate(REPRESENTATION_TABS):
+            page.get_by_role("tab", name=tab).click()
+            wait_idle(page, 180_000)
+            panel = page.locator('[role="tabpanel"]:visible')
+            panel.locator(CHART).first.wait_for(timeout=60_000)
+            assert page.locator(EXCEPTION).count() == 0, tab
+            assert panel.locator(CHART).count() >= 1, tab
+            page.screenshot(path=str(SHOTS / f"representations_{n}.png"), full_page=True)
+        page.get_by_role("tab", name="Same word, different contexts").click()
+        wait_idle(page)
+        box = page.get_by_label("Word to follow")
+        box.fill("money")
+        box.press("Enter")
+        wait_idle(page)
+        assert "does not contain the word" in page.locator('[data-testid="stAlert"]').first.inner_text()
+        assert page.locator(EXCEPTION).count() == 0

@@ -122,3 +122,13 @@ def test_runs_command_answers_in_one_line_for_every_name(tmp_path, monkeypatch, 
         assert main(["runs", *args]) == 2
         assert capsys.readouterr().err == f"error: {message}\n"
     assert main(["runs", "delete", "done"]) == 0 and not done.exists()
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tiny_checkpoint):
+    """`lens ... | head -1`: the pipe closes after one line of ~100 KB of output; the command stops quietly."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    text = " ".join(["the [MASK]"] * 30)  # 30 masks x 3 layers x 100 candidates: more than a pipe holds
+    script = f"{sys.executable} -m bertviz_lab lens --top-k 100 --checkpoint {tiny_checkpoint} '{text}' | head -1"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.startswith("[MASK] #1") and len(done.stdout.splitlines()) == 1
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -1,7 +1,6 @@
 """The Attention page in AppTest: every widget, every bad input, and the figures' data
 checked against the shipped model's own attention weights."""
 
-import base64
 import json
 import re
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from figure_data import array
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
@@ -38,15 +38,6 @@ def shipped_weights(text_a: str, text_b: str | None = None):
     ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
     encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text_a, text_b)
     return encoding, inputs.attention_matrices(inputs.run(ckpt.model, encoding, trace=True))
-
-
-def array(value) -> np.ndarray:
-    """Plotly writes numpy arrays as base64 typed arrays; lists stay lists."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return flat.reshape([int(s) for s in str(shape).split(",")]) if shape else flat
-    return np.asarray(value, dtype=float)
 
 
 def figures(at: AppTest) -> list[dict]:

@@ -251,9 +251,11 @@ class BertForPreTraining(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, *, trace: bool = False, causal: bool = False,
-                head_mask: torch.Tensor | None = None, masked_positions: torch.Tensor | None = None) -> BertOutput:
+                head_mask: torch.Tensor | None = None, masked_positions: torch.Tensor | None = None,
+                heads: bool = True) -> BertOutput:
         """input_ids, token_type_ids, attention_mask: (B, T). head_mask: (L, H) of 0/1.
-        masked_positions: (B, T) bool; if given, MLM logits only there, as (N, V)."""
+        masked_positions: (B, T) bool; if given, MLM logits only there, as (N, V).
+        heads=False: the encoder and pooler only (HF's `BertModel`), no MLM or NSP logits."""
         T = input_ids.shape[1]
         if T > self.config.max_position_embeddings:
             raise ValueError(f"{T} tokens exceed max_position_embeddings={self.config.max_position_embeddings}")
@@ -267,15 +269,19 @@ class BertForPreTraining(nn.Module):
             x, layer_steps = layer(x, layer_options)
             hidden.append(x)
             steps.append(layer_steps)
-        return self._heads(x, masked_positions, tuple(hidden), steps if trace else None)
+        return self._heads(x, masked_positions, tuple(hidden), steps if trace else None, heads)
 
-    def _heads(self, x, masked_positions, hidden, trace) -> BertOutput:
+    def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The MLM head on any hidden states, (..., d) -> (..., V); the logit lens applies it to every layer."""
+        return self.cls.predictions(hidden, self.bert.embeddings.word_embeddings.weight)
+
+    def _heads(self, x, masked_positions, hidden, trace, heads: bool = True) -> BertOutput:
         pooled = self.bert.pooler(x) if self.bert.pooler is not None else None
         mlm_logits = nsp_logits = None
-        if self.has_mlm:
+        if self.has_mlm and heads:
             selected = x[masked_positions] if masked_positions is not None else x  # (N, d) or (B, T, d)
-            mlm_logits = self.cls.predictions(selected, self.bert.embeddings.word_embeddings.weight)
-        if self.has_nsp:
+            mlm_logits = self.mlm_head(selected)
+        if self.has_nsp and heads:
             nsp_logits = self.cls.seq_relationship(pooled)
         return BertOutput(mlm_logits=mlm_logits, nsp_logits=nsp_logits, hidden_states=hidden,
                           pooled=pooled, trace=trace)

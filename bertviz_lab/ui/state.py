@@ -90,6 +90,15 @@ def reset(*keys: Key) -> None:
         st.session_state[key.name] = key.default
 
 
+def keep(*keys: Key) -> None:
+    """Store the keys' values again, on every run of the page: Streamlit drops a widget's value after a run
+    that does not draw it (a closed tab), and the learner's edits must outlive a look at another tab.
+    Such widgets take no `value=`/`index=`/`default=`: their defaults are stored first (`init`, `setdefault`)."""
+    for key in keys:
+        if key.name in st.session_state:
+            st.session_state[key.name] = st.session_state[key.name]
+
+
 def keep_valid(key: Key, options: Iterable) -> None:
     """Bring a remembered value in line with the options the page offers now. Call it before the widget."""
     if key.check is None:
@@ -199,3 +208,38 @@ class Pretrain:
     LAYER = Key("pretrain.layer", 0, one_of)
     HEAD = Key("pretrain.head", 0, one_of)
     COMPARE = Key("pretrain.compare", (), some_of)  # runs overlaid on shared axes
+
+
+class Representations:
+    TAB = Key("repr.tab", None, one_of)  # the open tab (its label); None: the first
+    SET = Key("repr.set", "bank", one_of)  # a built-in sense set, or OWN
+    WORD = Key("repr.word", "bank")
+    SENTENCES = Key("repr.sentences")  # the editable "sense | sentence" lines; None: the set's own
+    LAYER = Key("repr.layer", None, nearest)  # None: the last layer
+    NN_TEXT = Key("repr.nn_text", "i went to the bank to deposit money .")
+    NN_TOKEN = Key("repr.nn_token", None, one_of)  # a token position; None: the first sense-set word, or 1
+    NN_LAYER = Key("repr.nn_layer", None, nearest)
+    NN_K = Key("repr.nn_k", 8)
+    PRECISION_K = Key("repr.precision_k", 3)
+    LENS_TEXT = Key("repr.lens_text", "i went to the [MASK] to deposit money .")
+    LENS_K = Key("repr.lens_k", 5)
+    LENS_MASK = Key("repr.lens_mask", 0, one_of)
+    GEO_WORD = Key("repr.geo_word", "bank")
+    GEO_POSITIONS = Key("repr.geo_positions", 64, nearest)  # a smaller model reads fewer positions
+    INPUTS = (SET, WORD, SENTENCES, LAYER, NN_TEXT, NN_TOKEN, NN_LAYER, NN_K, PRECISION_K, LENS_TEXT, LENS_K,
+              LENS_MASK, GEO_WORD, GEO_POSITIONS)  # what `keep` holds while another tab is open
+
+
+class Shapes:
+    """The Representations page's "Shapes and padding" tab (ui/shapes.py)."""
+    SOURCE = Key("shapes.source", "text")  # "text": your sentences; "seed002": seed 002's hand-typed ids
+    TEXT = Key("shapes.text", "the cat sat on the mat .\ni went to the bank to deposit money yesterday .\nit rained .")
+    MODEL = Key("shapes.model", "random")  # "random": a random BERT of the sizes below; "active": the active model
+    HIDDEN = Key("shapes.hidden", 32)  # seed 002's config: hidden_size=32, 2 layers, 4 heads, intermediate 64
+    LAYERS = Key("shapes.layers", 2)
+    HEADS = Key("shapes.heads", 4)
+    INTERMEDIATE = Key("shapes.intermediate", 64)
+    ROW = Key("shapes.row", 0, one_of)  # the sentence whose attention is drawn
+    LAYER = Key("shapes.layer", 0, one_of)  # its layer and head: fewer after the sizes shrink
+    HEAD = Key("shapes.head", 0, one_of)
+    INPUTS = (SOURCE, TEXT, MODEL, HIDDEN, LAYERS, HEADS, INTERMEDIATE, ROW, LAYER, HEAD)

@@ -64,6 +64,38 @@ def run(model: BertForPreTraining, encoding: Encoding, *, trace: bool = False, c
                  head_mask=None if head_mask is None else head_mask.to(device))
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Encodings of different lengths stacked into (B, T) tensors, the shorter ones padded with [PAD]."""
+
+    ids: torch.Tensor  # (B, T)
+    segments: torch.Tensor  # (B, T)
+    attention_mask: torch.Tensor  # (B, T): 1 for a real token, 0 for [PAD]
+    lengths: tuple[int, ...]  # each encoding's own length
+
+
+def pad_batch(encodings: list[Encoding], pad_id: int, device: torch.device | str = "cpu") -> Batch:
+    """Right-pad every encoding to the longest one, as Hugging Face's tokenizers do with padding=True."""
+    T = max(len(e) for e in encodings)
+    ids = torch.full((len(encodings), T), pad_id, dtype=torch.long)
+    segments = torch.zeros_like(ids)
+    mask = torch.zeros_like(ids)
+    for row, e in enumerate(encodings):
+        ids[row, :len(e)] = torch.tensor(e.ids)
+        segments[row, :len(e)] = torch.tensor(e.segment_ids)
+        mask[row, :len(e)] = 1
+    return Batch(ids.to(device), segments.to(device), mask.to(device), tuple(len(e) for e in encodings))
+
+
+@torch.no_grad()
+def run_batch(model: BertForPreTraining, batch: Batch, *, trace: bool = False, heads: bool = False) -> BertOutput:
+    """One eval-mode forward pass on a padded batch; [PAD] keys get attention weight 0.
+
+    Without `heads` it is the encoder and pooler only: hidden states, no (B, T, V) logits."""
+    model.eval()
+    return model(batch.ids, batch.segments, batch.attention_mask, trace=trace, heads=heads)
+
+
 def attention_matrices(output: BertOutput) -> np.ndarray:
     """All attention weights of a traced pass as one (L, H, T, T) numpy array."""
     return np.stack([steps.weights[0].float().cpu().numpy() for steps in output.trace])

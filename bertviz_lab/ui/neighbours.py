@@ -1,0 +1,167 @@
+"""The Representations page's second and fourth tabs: nearest neighbours, and the embeddings' geometry.
+
+Both read the sentence bank: a few thousand corpus sentences encoded once per model and device, with a
+progress bar the first time, then shared by every session and rerun (a lock keeps two sessions from
+encoding it twice).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import streamlit as st
+
+from bertviz_lab.bert.checkpoint import Checkpoint
+from bertviz_lab.bert.tokenizer import FRAME_TOKENS
+from bertviz_lab.corpus.senses import SENSE_SETS
+from bertviz_lab.errors import InputError
+from bertviz_lab.figures import representations as figs
+from bertviz_lab.ui import state
+from bertviz_lab.ui.representations import model_key
+from bertviz_lab.ui.state import Representations as K
+from bertviz_lab.ui.tables import numbers, table_height
+from bertviz_lab.ui.widgets import MAX_CHARS, chart
+from bertviz_lab.views import inputs
+from bertviz_lab.views import neighbours as nv
+
+PRECISION_KS = (1, 3, 5, 10)
+
+
+@dataclass
+class _Slot:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    bank: nv.SentenceBank | None = None
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _slot(key: tuple) -> _Slot:
+    return _Slot()
+
+
+def sentence_bank(ckpt: Checkpoint) -> nv.SentenceBank:
+    """The model's sentence bank: encoded on first use, with a progress bar, then cached."""
+    slot = _slot(model_key(ckpt))
+    if slot.bank is not None:
+        return slot.bank
+    with st.spinner("Waiting for the sentence bank…", show_time=True), slot.lock:
+        if slot.bank is None:
+            sentences = nv.bank_sentences(ckpt.model)
+            note = f"Encoding {len(sentences):,} corpus sentences once for this model"
+            bar = st.progress(0.0, text=note)
+            slot.bank = nv.build_bank(ckpt.model, ckpt.tokenizer, sentences,
+                                      progress=lambda done: bar.progress(done, text=f"{note}: {done:.0%}"))
+            bar.empty()
+    return slot.bank
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _query(key: tuple, ids: tuple[int, ...], position: int, _ckpt: Checkpoint, _encoding) -> np.ndarray:
+    return nv.token_vectors(_ckpt.model, _encoding, position)
+
+
+@st.cache_data(max_entries=16, show_spinner="Retrieving by sense at every layer…")
+def _precision(key: tuple, k: int, _ckpt: Checkpoint, _bank: nv.SentenceBank):
+    return nv.precision_at_k(_ckpt.model, _ckpt.tokenizer, _bank, k)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _anisotropy(key: tuple, _bank: nv.SentenceBank):
+    return nv.anisotropy(_bank)
+
+
+def neighbours_tab(ckpt: Checkpoint) -> None:
+    st.markdown("Seed 001, exercise 2: judge vectors by their nearest neighbours. Pick a token: on the left, the "
+                "rows of the input embedding matrix nearest to its row (one vector per word, whatever the "
+                "sentence); on the right, the vectors nearest to its vector at one layer among every token of a "
+                "bank of corpus sentences.")
+    state.init(K.NN_TEXT, K.NN_K, K.PRECISION_K)
+    text = st.text_input("Sentence", key=K.NN_TEXT.name, max_chars=MAX_CHARS)
+    try:
+        encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text, allow_truncation=False)
+    except InputError as exc:
+        st.warning(str(exc))
+        return
+    choices = [i for i, t in enumerate(encoding.tokens) if t not in FRAME_TOKENS]
+    if not choices:
+        st.warning("Type a sentence with at least one word.")
+        return
+    state.keep_valid(K.NN_TOKEN, choices)
+    state.setdefault(K.NN_TOKEN, next((i for i in choices if encoding.tokens[i] in SENSE_SETS), choices[0]))
+    L = ckpt.config.num_hidden_layers
+    state.keep_valid(K.NN_LAYER, range(L + 1))
+    state.setdefault(K.NN_LAYER, L)
+    cols = st.columns([2, 3, 1])
+    position = cols[0].selectbox("Token", choices, key=K.NN_TOKEN.name,
+                                 format_func=lambda i: f"{i} {encoding.tokens[i]}")
+    layer = cols[1].select_slider("Layer of the contextual vectors", range(L + 1), key=K.NN_LAYER.name,
+                                  format_func=figs.layer_name)
+    k = cols[2].number_input("Neighbours", 1, 30, key=K.NN_K.name)
+    bank = sentence_bank(ckpt)
+    token = encoding.tokens[position]
+    left, right = st.columns([1, 3])
+    with left:
+        st.markdown(f"**Static: the embedding matrix row of “{token}”**")
+        table = nv.static_neighbours(ckpt.model, ckpt.tokenizer, encoding.ids[position], int(k))
+        st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
+    with right:
+        st.markdown(f"**Contextual: “{token}” in your sentence after layer {figs.layer_name(layer)}**")
+        query = _query(model_key(ckpt), tuple(encoding.ids), position, ckpt, encoding)
+        table = nv.contextual_neighbours(bank, query[layer], layer, int(k), token)
+        st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
+    st.caption(f"The bank: {len(bank.sentences):,} corpus sentences, {bank.size:,} word tokens ([CLS] and [SEP] "
+               "left out), each compared by cosine. «» marks the neighbour in its sentence; the sense column tells "
+               "the meaning of a sense-set word where the sentence shows it (— where it does not).")
+    st.subheader("Retrieval by sense, layer by layer")
+    k = st.segmented_control("k", PRECISION_KS, required=True, key=K.PRECISION_K.name)
+    try:
+        table = _precision(model_key(ckpt), k, ckpt, bank)
+    except InputError as exc:
+        st.info(str(exc))
+        return
+    chart(figs.precision_lines(table, k, f"precision@{k}: how many of the {k} nearest share the sense"),
+          f"precision_at_{k}")
+    st.caption(f"For each built-in sentence of a word (the first tab's sets), its {k} nearest occurrences of the "
+               "same word in the bank (its own sentence left out) are compared by sense; dotted: what a random "
+               "pick would score. When a sense has fewer than k other sentences, the share is of those there are.")
+
+
+def geometry_tab(ckpt: Checkpoint) -> None:
+    positions = ckpt.config.max_position_embeddings
+    st.markdown("**Position embeddings.** BERT learns one vector per position and adds it to each token's "
+                "embedding: this is how it knows word order.")
+    state.init(K.GEO_WORD)
+    state.keep_valid(K.GEO_POSITIONS, range(2, positions + 1))
+    state.setdefault(K.GEO_POSITIONS, min(K.GEO_POSITIONS.default, positions))
+    left, right = st.columns([1, 3])
+    n = left.number_input("Positions shown", 2, positions, key=K.GEO_POSITIONS.name)
+    sims = nv.position_cosines(ckpt.model, int(n))
+    far_apart = max(2, int(n) // 2)
+    near = float(np.mean(np.diag(sims, 1)))
+    far = float(np.mean(sims[np.triu_indices(int(n), far_apart)]))
+    left.caption(f"Neighbouring positions have mean cosine {near:.3f}; positions {far_apart} or more apart "
+                 f"{far:.3f}. A band along the diagonal means nearby positions got similar vectors. Positions that "
+                 "training inputs rarely or never reached stay near their random start: no pattern.")
+    with right:
+        chart(figs.position_heatmap(sims, f"Cosine similarity of the first {n} position embeddings"), "positions")
+    left, right = st.columns([2, 3])
+    with left:
+        st.markdown("**Token embeddings.** The rows of the word-embedding matrix nearest to one word's row.")
+        word = st.text_input("Word", key=K.GEO_WORD.name, max_chars=100)
+        try:
+            table = nv.static_neighbours(ckpt.model, ckpt.tokenizer, nv.vocabulary_id(ckpt.tokenizer, word), 10)
+            st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
+        except InputError as exc:
+            st.warning(str(exc))
+    with right:
+        st.markdown("**Anisotropy.** The mean cosine between unrelated tokens (different words in different "
+                    "sentences of the bank) after each layer. Near 0, vectors spread in every direction; near 1, "
+                    "they all point one way and every cosine looks high.")
+        table = _anisotropy(model_key(ckpt), sentence_bank(ckpt))
+        low = min(0.0, float(table["mean cosine"].min()) - 0.05)  # the whole 0..1 scale: near 0 must look near 0
+        chart(figs.sense_lines(table, ["mean cosine"], "Mean cosine of unrelated tokens by layer",
+                               y_range=[low, 1.0]), "anisotropy")
+        values = table["mean cosine"].to_numpy()
+        st.caption(f"Here it runs from {values.min():.3f} to {values.max():.3f} (layer {int(values.argmax())} "
+                   "highest), so compare cosines within one layer, against this baseline.")

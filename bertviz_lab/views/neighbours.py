@@ -1,0 +1,228 @@
+"""Nearest neighbours and the geometry of the vectors (seed 001, exercise 2).
+
+A `SentenceBank` is a few thousand corpus sentences encoded once per model: every word token's
+vector at every layer, unit length, in float16. A token of the learner's sentence is then
+compared two ways: its row of the input embedding matrix against every other row (the static
+view: one vector per vocabulary entry, whatever the context), and its contextual vector against
+the bank's vectors at one layer (which sentences, and which senses, come back).
+
+`precision_at_k` measures the same thing for the built-in sense sets: for each built-in sentence,
+how many of the k nearest occurrences of the word in the bank share its sense, layer by layer.
+`anisotropy` is the mean cosine between unrelated tokens (different words, different sentences):
+how much all of a layer's vectors point one way. `position_cosines` compares position embeddings.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import FRAME_TOKENS, Encoding, WordPieceTokenizer
+from bertviz_lab.corpus import generate_documents
+from bertviz_lab.corpus.senses import SENSE_SETS, examples, sense_of
+from bertviz_lab.errors import InputError
+from bertviz_lab.views import inputs
+from bertviz_lab.views.representations import LAYER, cosines, find_word
+
+BANK_SENTENCES = 2_000  # general corpus sentences (a model with wide vectors gets fewer: BANK_BYTES)
+PER_SENSE = 40  # sentences per sense of each ambiguous word added to the bank, when the corpus has them
+BANK_SEED = 2026  # not the shipped model's training seed: the bank is text the model did not see in this order
+BANK_DOCUMENTS = 3_000
+BANK_BYTES = 192 * 2**20  # the stored vectors' budget: bertviz-mini needs ~60 MB, BERT-base gets ~1,000 sentences
+TOKENS_PER_SENTENCE = 10  # a corpus sentence's word tokens, for the budget (measured: 9.4)
+BATCH = 64
+COSINE, TOKEN, SENTENCE, SENSE = "cosine", "token", "sentence", "sense"
+
+
+@dataclass(frozen=True)
+class SentenceBank:
+    sentences: tuple[str, ...]
+    token_ids: np.ndarray  # (N,) the vocabulary id of each stored token
+    sentence_of: np.ndarray  # (N,) which sentence it is in
+    position: np.ndarray  # (N,) its position in that sentence's encoding
+    vectors: np.ndarray  # (L + 1, N, d) float16, unit length; [CLS], [SEP] and [PAD] are not stored
+    tokens: tuple[tuple[str, ...], ...]  # each sentence's tokens, to show a neighbour in its sentence
+
+    @property
+    def size(self) -> int:
+        return len(self.token_ids)
+
+
+def bank_sentences(model: BertForPreTraining) -> list[str]:
+    """Distinct corpus sentences: every sense set's word in its senses, then the general stream."""
+    stories = generate_documents(BANK_DOCUMENTS, seed=BANK_SEED)
+    distinct = list(dict.fromkeys(s for story in stories for s in story))
+    chosen: dict[str, None] = {}
+    for word, senses in SENSE_SETS.items():
+        for sense in senses:
+            hits = [s for s in distinct if re.search(rf"\b{word}\b", s) and sense_of(word, s) == sense.name]
+            chosen.update(dict.fromkeys(hits[:PER_SENSE]))
+    per_sentence = TOKENS_PER_SENTENCE * (model.config.num_hidden_layers + 1) * model.config.hidden_size * 2
+    budget = max(200, min(BANK_SENTENCES, BANK_BYTES // per_sentence - len(chosen)))
+    general = [s for s in distinct if s not in chosen][:budget]
+    return list(chosen) + general
+
+
+@torch.no_grad()
+def build_bank(model: BertForPreTraining, tokenizer: WordPieceTokenizer, sentences: list[str],
+               progress: Callable[[float], None] | None = None) -> SentenceBank:
+    """Encode `sentences` in padded batches (shortest first) and keep every word token's unit vector per layer."""
+    limit = model.config.max_position_embeddings
+    encoded = [(s, tokenizer.encode(s)) for s in sentences]
+    encoded = sorted([(s, e) for s, e in encoded if len(e) <= limit], key=lambda se: len(se[1]))
+    device = next(model.parameters()).device
+    chunks, ids, of, where = [], [], [], []
+    for start in range(0, len(encoded), BATCH):
+        part = encoded[start:start + BATCH]
+        batch = inputs.pad_batch([e for _, e in part], tokenizer.pad_id, device)
+        hidden = torch.stack(inputs.run_batch(model, batch).hidden_states)  # (L + 1, B, T, d)
+        keep = batch.attention_mask.bool() & ~torch.isin(batch.ids, torch.tensor(
+            sorted(tokenizer.special_ids), device=device))  # word tokens only
+        rows, cols = keep.nonzero(as_tuple=True)
+        chunks.append(torch.nn.functional.normalize(hidden[:, rows, cols].float(), dim=-1).half().cpu())
+        ids.append(batch.ids[rows, cols].cpu())
+        of.append(rows.cpu() + start)
+        where.append(cols.cpu())
+        if progress:
+            progress(min(1.0, (start + len(part)) / len(encoded)))
+    return SentenceBank(tuple(s for s, _ in encoded), torch.cat(ids).numpy(), torch.cat(of).numpy(),
+                        torch.cat(where).numpy(), torch.cat(chunks, dim=1).numpy(),
+                        tuple(tuple(e.tokens) for _, e in encoded))
+
+
+def marked(tokens: tuple[str, ...], position: int) -> str:
+    """The sentence with the token at `position` wrapped in «»."""
+    shown = [f"«{t}»" if i == position else t for i, t in enumerate(tokens) if t not in FRAME_TOKENS or i == position]
+    return " ".join(shown).replace(" ##", "").replace("«##", "«")
+
+
+@torch.no_grad()
+def token_vectors(model: BertForPreTraining, encoding: Encoding, position: int) -> np.ndarray:
+    """(L + 1, d) unit vectors of one token of the learner's sentence, every layer."""
+    out = inputs.run(model, encoding, masked_positions=[])
+    stacked = torch.stack([h[0, position] for h in out.hidden_states]).float()
+    return torch.nn.functional.normalize(stacked, dim=-1).cpu().numpy()
+
+
+def contextual_neighbours(bank: SentenceBank, query: np.ndarray, layer: int, k: int,
+                          word: str | None = None) -> pd.DataFrame:
+    """The k bank tokens nearest to `query` (a unit vector) at `layer`, with their sentences (and, for a
+    sense-set `word`, their senses)."""
+    scores = bank.vectors[layer].astype(np.float32) @ query.astype(np.float32)  # (N,)
+    best = np.argsort(-scores, kind="stable")[:k]
+    rows = []
+    for n in best:
+        s, p = int(bank.sentence_of[n]), int(bank.position[n])
+        row = {COSINE: float(scores[n]), TOKEN: bank.tokens[s][p], SENTENCE: marked(bank.tokens[s], p)}
+        if word in SENSE_SETS:
+            row[SENSE] = (sense_of(word, bank.sentences[s]) or "—") if bank.tokens[s][p] == word else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def static_neighbours(model: BertForPreTraining, tokenizer: WordPieceTokenizer, token_id: int,
+                      k: int) -> pd.DataFrame:
+    """The k rows of the input embedding matrix nearest (by cosine) to `token_id`'s row, itself excluded."""
+    table = model.bert.embeddings.word_embeddings.weight.detach().float()
+    scores = torch.nn.functional.normalize(table, dim=-1) @ torch.nn.functional.normalize(table[token_id], dim=0)
+    scores[token_id] = -2.0
+    for special in tokenizer.special_ids:
+        scores[special] = -2.0  # [PAD], [CLS] ... are not words
+    best = torch.topk(scores, min(k, len(scores) - len(tokenizer.special_ids) - 1))
+    return pd.DataFrame({COSINE: best.values.cpu().numpy().astype(float),
+                         TOKEN: [tokenizer.id_to_token(int(i)) for i in best.indices]})
+
+
+def vocabulary_id(tokenizer: WordPieceTokenizer, word: str) -> int:
+    """The id of a single vocabulary entry, typed as text; several pieces or an unknown word is an InputError."""
+    pieces = tokenizer.encode(word).tokens[1:-1] if isinstance(word, str) and word.strip() else []
+    token_id = tokenizer.token_to_id(pieces[0]) if len(pieces) == 1 else None
+    if token_id is None or token_id in tokenizer.special_ids:
+        shown = " ".join(pieces) if pieces else "nothing"
+        raise InputError(f"type one word of the vocabulary; {word.strip()[:40]!r} reads as {shown}")
+    return token_id
+
+
+# --- Retrieval by sense, by layer -------------------------------------------------------------------------
+@torch.no_grad()
+def _word_vectors(model: BertForPreTraining, tokenizer: WordPieceTokenizer, word: str,
+                  sentences: list[str]) -> tuple[list[str], np.ndarray]:
+    """The word's mean-of-pieces vector in each sentence that contains it: (kept sentences, (L + 1, S, d))."""
+    pieces = tuple(tokenizer.encode(word).tokens[1:-1])
+    device = next(model.parameters()).device
+    kept, vectors = [], []
+    for start in range(0, len(sentences), BATCH):
+        found = [(s, e, find_word(e, pieces)) for s in sentences[start:start + BATCH]
+                 for e in [tokenizer.encode(s)] if len(e) <= model.config.max_position_embeddings]
+        found = [f for f in found if f[2] is not None]
+        if not found:
+            continue
+        out = inputs.run_batch(model, inputs.pad_batch([e for _, e, _ in found], tokenizer.pad_id, device))
+        hidden = torch.stack(out.hidden_states).float()
+        vectors.append(torch.stack([hidden[:, b, list(p)].mean(dim=1) for b, (_, _, p) in enumerate(found)], dim=1))
+        kept += [s for s, _, _ in found]
+    return kept, (torch.cat(vectors, dim=1).cpu().numpy() if vectors else np.zeros((0, 0, 0)))
+
+
+def precision_at_k(model: BertForPreTraining, tokenizer: WordPieceTokenizer, bank: SentenceBank,
+                   k: int) -> pd.DataFrame:
+    """Per word and layer: for each built-in sentence, the share of its k nearest bank occurrences with its sense.
+
+    The neighbours are the bank's sentences that use the word in a sense `sense_of` can tell; the query's own
+    sentence is left out. When a sense has fewer than k other sentences, the share is of those there are, so
+    1.0 always means "every neighbour it could have had". `chance` is the share a random pick would get.
+    """
+    rows = []
+    for word in SENSE_SETS:
+        queries = examples(word)
+        pool = [s for s in bank.sentences if sense_of(word, s) is not None]
+        pool_sentences, pool_vectors = _word_vectors(model, tokenizer, word, pool)
+        query_sentences, query_vectors = _word_vectors(model, tokenizer, word, [s for s, _ in queries])
+        if len(pool_sentences) < 2 or len(query_sentences) < len(queries):
+            continue  # this model's vocabulary or length cannot hold the word
+        pool_senses = np.array([sense_of(word, s) for s in pool_sentences], dtype=object)
+        for layer in range(pool_vectors.shape[0]):
+            sims = cosines(np.concatenate([query_vectors[layer], pool_vectors[layer]]))[:len(queries), len(queries):]
+            hits, chance = [], []
+            for q, (sentence, sense) in enumerate(queries):
+                others = np.array([s != sentence for s in pool_sentences])
+                order = [i for i in np.argsort(-sims[q], kind="stable") if others[i]]
+                relevant = int(((pool_senses == sense) & others).sum())
+                if relevant == 0:
+                    continue
+                hits.append(sum(pool_senses[i] == sense for i in order[:k]) / min(k, relevant))
+                chance.append(relevant / len(order))
+            rows.append({"word": word, LAYER: layer, "precision": float(np.mean(hits)),
+                         "chance": float(np.mean(chance)), "neighbours": len(pool_sentences)})
+    if not rows:
+        raise InputError("this model's vocabulary has none of the sense sets' words, so there is nothing to retrieve")
+    return pd.DataFrame(rows)
+
+
+def anisotropy(bank: SentenceBank, pairs: int = 4_000, seed: int = 0) -> pd.DataFrame:
+    """Per layer, the mean cosine between random pairs of tokens that differ in word and in sentence."""
+    rng = random.Random(seed)
+    n, a, b = bank.size, [], []
+    while len(a) < pairs and n > 1:
+        i, j = rng.randrange(n), rng.randrange(n)
+        if bank.token_ids[i] != bank.token_ids[j] and bank.sentence_of[i] != bank.sentence_of[j]:
+            a.append(i)
+            b.append(j)
+    if not a:
+        raise InputError("the sentence bank is too small to pick unrelated tokens")
+    means = [(bank.vectors[layer, a].astype(np.float32) * bank.vectors[layer, b].astype(np.float32)).sum(-1).mean()
+             for layer in range(bank.vectors.shape[0])]
+    return pd.DataFrame({LAYER: range(len(means)), "mean cosine": np.array(means, dtype=float)})
+
+
+def position_cosines(model: BertForPreTraining, n: int | None = None) -> np.ndarray:
+    """(n, n) cosine similarity between the first n position embeddings (all of them by default)."""
+    table = model.bert.embeddings.position_embeddings.weight.detach().float().cpu().numpy()
+    return cosines(table[: n or len(table)])

@@ -1,0 +1,214 @@
+"""What BERT learned, layer by layer: one word's vectors in many sentences, and the logit lens at [MASK].
+
+`word_in_context` runs the sentences as one padded batch and keeps, for every layer (0 = the
+embeddings' output, then layers 1..L), the word's vector in each sentence; a word the tokenizer
+splits into pieces is the mean of its pieces. `cosines`, `sense_similarity` and `projection`
+turn those vectors into what the Representations page draws, and the `similarity` command prints.
+
+`logit_lens` applies the MLM head (transform, LayerNorm, tied decoder) to every layer's hidden
+state at each [MASK], so a learner sees at which layer the answer forms; its last layer is the
+Mask & predict page's prediction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import MASK, UNK, Encoding, WordPieceTokenizer
+from bertviz_lab.errors import InputError
+from bertviz_lab.views import inputs
+
+MAX_SENTENCES = 24  # rows and columns of the similarity matrix a class can still read
+MAX_WORD_CHARS = 100
+LAYER, SAME, CROSS = "layer", "same sense", "different senses"
+
+
+@dataclass(frozen=True)
+class WordInContext:
+    """One word's vector in each sentence, at every layer."""
+
+    word: str
+    pieces: tuple[str, ...]  # the word as the tokenizer splits it
+    sentences: tuple[str, ...]
+    positions: tuple[tuple[int, ...], ...]  # the word's token positions in each sentence (first occurrence)
+    vectors: np.ndarray  # (L + 1, S, d) float32: layer 0 = the embeddings' output, then each layer
+
+    @property
+    def layers(self) -> int:
+        """L + 1: the embeddings, then every encoder layer."""
+        return self.vectors.shape[0]
+
+
+def word_pieces(tokenizer: WordPieceTokenizer, word: str) -> tuple[str, ...]:
+    """How the tokenizer splits `word` (lowercased, accents stripped, as the model reads it)."""
+    word = word.strip() if isinstance(word, str) else ""
+    if not word:
+        raise InputError("type a word to follow through the sentences")
+    if len(word) > MAX_WORD_CHARS:
+        raise InputError(f"the word is {len(word):,} characters long; type at most {MAX_WORD_CHARS}")
+    pieces = tuple(tokenizer.encode(word).tokens[1:-1])  # without [CLS] and [SEP]
+    if not pieces or all(p == UNK for p in pieces):
+        raise InputError(f"this model does not know {word!r}: it reads it as {UNK}")
+    return pieces
+
+
+def find_word(encoding: Encoding, pieces: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The token positions of the first whole-word occurrence of `pieces`, or None."""
+    n, tokens, words = len(pieces), encoding.tokens, encoding.word_ids
+    for i in range(len(tokens) - n + 1):
+        starts = i == 0 or words[i - 1] != words[i]
+        ends = i + n == len(tokens) or words[i + n] != words[i + n - 1]
+        if starts and ends and tuple(tokens[i:i + n]) == pieces and words[i] is not None:
+            return tuple(range(i, i + n))
+    return None
+
+
+def clean_sentences(sentences: list[str]) -> list[str]:
+    """Non-empty lines, stripped; between 2 and MAX_SENTENCES of them."""
+    kept = [s.strip() for s in sentences if isinstance(s, str) and s.strip()]
+    if len(kept) < 2:
+        raise InputError("give at least two sentences to compare, one per line")
+    if len(kept) > MAX_SENTENCES:
+        raise InputError(f"{len(kept)} sentences are too many to compare at once; give at most {MAX_SENTENCES}")
+    return kept
+
+
+@torch.no_grad()
+def word_in_context(model: BertForPreTraining, tokenizer: WordPieceTokenizer, word: str,
+                    sentences: list[str]) -> WordInContext:
+    """The word's vector in every sentence at every layer, from one padded forward pass."""
+    pieces = word_pieces(tokenizer, word)
+    sentences = clean_sentences(sentences)
+    encodings, positions = [], []
+    for n, text in enumerate(sentences, 1):
+        try:
+            encoding = inputs.encode(tokenizer, model, text, allow_truncation=False)
+        except InputError as exc:
+            raise InputError(f"sentence {n}: {exc}") from None
+        found = find_word(encoding, pieces)
+        if found is None:
+            raise InputError(f"sentence {n} does not contain the word {word.strip()!r}: {text[:80]!r}")
+        encodings.append(encoding)
+        positions.append(found)
+    device = next(model.parameters()).device
+    out = inputs.run_batch(model, inputs.pad_batch(encodings, tokenizer.pad_id, device))
+    hidden = torch.stack(out.hidden_states).float()  # (L + 1, S, T, d)
+    vectors = torch.stack([hidden[:, s, list(p)].mean(dim=1) for s, p in enumerate(positions)], dim=1)
+    return WordInContext(word.strip(), pieces, tuple(sentences), tuple(positions), vectors.cpu().numpy())
+
+
+def cosines(vectors: np.ndarray) -> np.ndarray:
+    """Cosine similarity of every pair of rows: (..., S, d) -> (..., S, S), in float64."""
+    v = vectors.astype(np.float64)
+    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    return np.clip(v @ np.swapaxes(v, -1, -2), -1.0, 1.0)
+
+
+def sense_similarity(sims: np.ndarray, senses: list[str | None]) -> pd.DataFrame:
+    """Per layer, the mean cosine over pairs of sentences with the same sense and with different senses.
+
+    Sentences without a sense take no part; a mean with no pair to average is NaN.
+    """
+    tagged = np.array([s is not None for s in senses])
+    labels = np.array([s if s is not None else "" for s in senses], dtype=object)
+    same = (labels[:, None] == labels[None, :]) & tagged[:, None] & tagged[None, :]
+    cross = (labels[:, None] != labels[None, :]) & tagged[:, None] & tagged[None, :]
+    np.fill_diagonal(same, False)
+    rows = []
+    for layer, m in enumerate(sims):
+        rows.append({LAYER: layer, SAME: m[same].mean() if same.any() else np.nan,
+                     CROSS: m[cross].mean() if cross.any() else np.nan})
+    return pd.DataFrame(rows)
+
+
+def projection(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """PCA to 2-D per layer: (L + 1, S, d) -> scores (L + 1, S, 2) and explained variance ratios (L + 1, 2).
+
+    Each layer's axes are its own first two principal components; a component's sign is chosen so
+    the points move as little as possible from the layer below (the sign of a component is arbitrary).
+    """
+    layers, S, _ = vectors.shape
+    scores = np.zeros((layers, S, 2))
+    explained = np.zeros((layers, 2))
+    for layer in range(layers):
+        x = vectors[layer].astype(np.float64)
+        x = x - x.mean(axis=0)
+        u, s, _ = np.linalg.svd(x, full_matrices=False)
+        k = min(2, len(s))
+        scores[layer, :, :k] = u[:, :k] * s[:k]
+        total = float((s ** 2).sum())
+        explained[layer, :k] = (s[:k] ** 2) / total if total > 0 else 0.0
+        for c in range(k):
+            reference = scores[layer - 1, :, c] if layer else np.abs(scores[layer, :, c]) ** 3
+            if scores[layer, :, c] @ reference < 0:
+                scores[layer, :, c] *= -1
+    return scores, explained
+
+
+# --- The logit lens -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MaskLens:
+    """One [MASK]: the MLM head's distribution over the vocabulary after every layer."""
+
+    position: int
+    probs: np.ndarray  # (L + 1, V) float32; row 0 reads the embeddings' output, row L the last layer
+
+    def top(self, layer: int, k: int) -> list[tuple[int, float]]:
+        """(token id, probability) of the k most likely tokens at `layer`, most likely first."""
+        row = self.probs[layer]
+        ids = np.argsort(-row, kind="stable")[:k]
+        return [(int(i), float(row[i])) for i in ids]
+
+
+@dataclass(frozen=True)
+class Lens:
+    tokens: list[str]
+    masks: list[MaskLens]
+    final_difference: float  # max |last layer's lens - the model's own MLM output| over masks and vocabulary
+
+
+@torch.no_grad()
+def logit_lens(model: BertForPreTraining, encoding: Encoding, mask_id: int) -> Lens:
+    """The MLM head on every layer's hidden state at each [MASK] of `encoding`."""
+    if not model.has_mlm:
+        raise InputError("this checkpoint has no MLM head, so there is nothing to read at [MASK]")
+    positions = [i for i, t in enumerate(encoding.ids) if t == mask_id]
+    if not positions:
+        raise InputError(f"type {MASK} where a word should be predicted, e.g. \"the cat sat on the {MASK} .\"")
+    out = inputs.run(model, encoding, masked_positions=positions)
+    hidden = torch.stack([h[0, positions] for h in out.hidden_states])  # (L + 1, M, d)
+    probs = torch.softmax(model.mlm_head(hidden).float(), dim=-1)  # (L + 1, M, V)
+    own = torch.softmax(out.mlm_logits.float(), dim=-1)  # (M, V): what Mask & predict shows
+    difference = float((probs[-1] - own).abs().max())
+    probs = probs.cpu().numpy()
+    return Lens(list(encoding.tokens), [MaskLens(p, probs[:, m]) for m, p in enumerate(positions)], difference)
+
+
+def lens_table(lens: MaskLens, tokenizer: WordPieceTokenizer, k: int) -> pd.DataFrame:
+    """One row per layer: its top-k as "token p", and where the last layer's answer stands there."""
+    last = lens.probs.shape[0] - 1
+    answer = lens.top(last, 1)[0][0]
+    rows = []
+    for layer in range(last + 1):
+        row = {LAYER: "embeddings (0)" if layer == 0 else str(layer)}
+        for rank, (i, p) in enumerate(lens.top(layer, k), 1):
+            row[f"#{rank}"] = f"{tokenizer.id_to_token(i)}  {p:.3f}"
+        row[f"p({tokenizer.id_to_token(answer)})"] = float(lens.probs[layer, answer])
+        row[f"rank of {tokenizer.id_to_token(answer)}"] = int((lens.probs[layer] > lens.probs[layer, answer]).sum()) + 1
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def lens_grid(lens: MaskLens, k: int, limit: int = 30) -> tuple[list[int], np.ndarray]:
+    """The tokens in any layer's top-k (the last layer's first, at most `limit`) and their (L + 1, n) probabilities."""
+    last = lens.probs.shape[0] - 1
+    chosen: list[int] = [i for i, _ in lens.top(last, k)]
+    others = {i for layer in range(last) for i, _ in lens.top(layer, k)} - set(chosen)
+    chosen += sorted(others, key=lambda i: -float(lens.probs[:, i].max()))
+    chosen = chosen[:limit]
+    return chosen, lens.probs[:, chosen]
