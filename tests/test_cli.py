@@ -69,15 +69,23 @@ BAD = {
 }
 
 
+def run_broken(checkpoint, tmp_path, capsys, breaker, command: str, args: list[str]):
+    """Break the checkpoint as `breaker` says ("rm": no folder at all), run `command` on it in process and
+    check it exits 2 with one `error:` line; what it printed."""
+    folder = tmp_path / "nowhere" if breaker == "rm" else checkpoint
+    if callable(breaker):
+        breaker(checkpoint)
+    capsys.readouterr()  # what the breaker printed (transformers' progress bars)
+    assert main([command, "--checkpoint", str(folder), *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
+    return captured
+
+
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_input_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, capsys, case):
     breaker, args, message = BAD[case]
-    folder = tmp_path / "nowhere" if breaker == "rm" else tiny_checkpoint
-    if callable(breaker):
-        breaker(tiny_checkpoint)
-    assert main(["predict", "--checkpoint", str(folder), *args]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1
+    err = run_broken(tiny_checkpoint, tmp_path, capsys, breaker, "predict", args).err
     assert re.search(message, err)
 
 

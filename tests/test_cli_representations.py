@@ -12,6 +12,7 @@ import pytest
 import torch
 import transformers
 from conftest import vocab_of_size
+from test_cli import corrupt, run_broken
 
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
@@ -119,11 +120,6 @@ def test_lens_json_matches_transformers_and_its_last_layer_is_predict(hf_checkpo
                                    [c["prob"] for c in guess["candidates"]], atol=1e-6, rtol=0)
 
 
-def corrupt(path):
-    weights = path / "model.safetensors"
-    weights.write_bytes(weights.read_bytes()[:100])
-
-
 def without_mlm_head(path):
     torch.manual_seed(0)
     transformers.BertModel(transformers.BertConfig(**CONFIG.to_dict())).save_pretrained(path)
@@ -161,12 +157,7 @@ BAD = {
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_input_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, capsys, case):
     breaker, args, message = BAD[case]
-    folder = tmp_path / "nowhere" if breaker == "rm" else tiny_checkpoint
-    if callable(breaker):
-        breaker(tiny_checkpoint)
-    capsys.readouterr()  # what the breaker printed (transformers' progress bars)
-    assert main([args[0], "--checkpoint", str(folder), *args[1:]]) == 2
-    captured = capsys.readouterr()
+    captured = run_broken(tiny_checkpoint, tmp_path, capsys, breaker, args[0], args[1:])
     assert captured.err.startswith("error: ") and captured.err.count("\n") == 1 and captured.out == ""
     assert re.search(message, captured.err), captured.err
 

@@ -206,7 +206,7 @@ def test_retrieval_by_sense_beats_chance_on_the_shipped_model(shipped, monkeypat
     monkeypatch.setattr(nv, "BANK_SENTENCES", 200)
     bank = nv.build_bank(shipped.model, shipped.tokenizer, nv.bank_sentences(shipped.model))
     assert any(t == "bank" for t in (shipped.tokenizer.id_to_token(int(i)) for i in bank.token_ids))
-    table = nv.precision_at_k(shipped.model, shipped.tokenizer, bank, 3)
+    table = nv.precision_at_k(nv.sense_vectors(shipped.model, shipped.tokenizer, bank), 3)
     assert set(table["word"]) == set(SENSE_SETS) and table["layer"].max() == 4
     last = table[table["layer"] == 4]
     assert (last["precision"] > last["chance"]).all()

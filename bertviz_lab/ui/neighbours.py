@@ -61,9 +61,14 @@ def _query(key: tuple, ids: tuple[int, ...], position: int, _ckpt: Checkpoint, _
     return nv.token_vectors(_ckpt.model, _encoding, position)
 
 
-@st.cache_data(max_entries=16, show_spinner="Retrieving by sense at every layer…")
-def _precision(key: tuple, k: int, _ckpt: Checkpoint, _bank: nv.SentenceBank):
-    return nv.precision_at_k(_ckpt.model, _ckpt.tokenizer, _bank, k)
+@st.cache_resource(max_entries=4, show_spinner="Encoding the sense sets' sentences…")
+def _sense_vectors(key: tuple, _ckpt: Checkpoint, _bank: nv.SentenceBank) -> list[nv.SenseVectors]:
+    return nv.sense_vectors(_ckpt.model, _ckpt.tokenizer, _bank)  # once per model: every k reads them
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _precision(key: tuple, k: int, _sets: list[nv.SenseVectors]):
+    return nv.precision_at_k(_sets, k)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -116,7 +121,7 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     st.subheader("Retrieval by sense, layer by layer")
     k = st.segmented_control("k", PRECISION_KS, required=True, key=K.PRECISION_K.name)
     try:
-        table = _precision(model_key(ckpt), k, ckpt, bank)
+        table = _precision(model_key(ckpt), k, _sense_vectors(model_key(ckpt), ckpt, bank))
     except InputError as exc:
         st.info(str(exc))
         return

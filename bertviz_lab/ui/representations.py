@@ -175,7 +175,7 @@ def lens_tab(ckpt: Checkpoint) -> None:
           f"logit_lens_{mask.position}")
     table = rv.lens_table(mask, ckpt.tokenizer, k)
     st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
-    last = table.iloc[-1, 1].split()[0]
+    last = ckpt.tokenizer.id_to_token(mask.top(mask.probs.shape[0] - 1, 1)[0][0])
     st.caption(f"Columns: the top-{k} tokens after each layer with their probabilities, then the final answer "
                f"(“{last}”)'s probability and rank at every layer. The last row is exactly what Mask & predict "
                f"shows: it equals the model's own output to within {found.final_difference:.1e}. Row 0 reads the "

@@ -47,10 +47,12 @@ def encode(tokenizer: WordPieceTokenizer, model: BertForPreTraining, text_a: str
 
 @torch.no_grad()
 def run(model: BertForPreTraining, encoding: Encoding, *, trace: bool = False, causal: bool = False,
-        head_mask: torch.Tensor | None = None, masked_positions: list[int] | None = None) -> BertOutput:
+        head_mask: torch.Tensor | None = None, masked_positions: list[int] | None = None,
+        heads: bool = True) -> BertOutput:
     """One eval-mode forward pass on a single encoded input.
 
-    With `masked_positions` (ascending), the MLM head runs only there and `mlm_logits` is (M, V).
+    With `masked_positions` (ascending), the MLM head runs only there and `mlm_logits` is (M, V);
+    without `heads`, the encoder and pooler only (hidden states, no logits).
     """
     device = next(model.parameters()).device
     ids = torch.tensor([encoding.ids], device=device)  # (1, T)
@@ -60,7 +62,7 @@ def run(model: BertForPreTraining, encoding: Encoding, *, trace: bool = False, c
         where = torch.zeros_like(ids, dtype=torch.bool)
         where[0, masked_positions] = True
     model.eval()
-    return model(ids, segments, trace=trace, causal=causal, masked_positions=where,
+    return model(ids, segments, trace=trace, causal=causal, masked_positions=where, heads=heads,
                  head_mask=None if head_mask is None else head_mask.to(device))
 
 

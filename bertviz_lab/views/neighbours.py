@@ -29,7 +29,7 @@ from bertviz_lab.corpus import generate_documents
 from bertviz_lab.corpus.senses import SENSE_SETS, examples, sense_of
 from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs
-from bertviz_lab.views.representations import LAYER, cosines, find_word
+from bertviz_lab.views.representations import BATCH, LAYER, cosines, find_word, piece_means
 
 BANK_SENTENCES = 2_000  # general corpus sentences (a model with wide vectors gets fewer: BANK_BYTES)
 PER_SENSE = 40  # sentences per sense of each ambiguous word added to the bank, when the corpus has them
@@ -37,7 +37,6 @@ BANK_SEED = 2026  # not the shipped model's training seed: the bank is text the 
 BANK_DOCUMENTS = 3_000
 BANK_BYTES = 192 * 2**20  # the stored vectors' budget: bertviz-mini needs ~60 MB, BERT-base gets ~1,000 sentences
 TOKENS_PER_SENTENCE = 10  # a corpus sentence's word tokens, for the budget (measured: 9.4)
-BATCH = 64
 COSINE, TOKEN, SENTENCE, SENSE = "cosine", "token", "sentence", "sense"
 
 
@@ -106,7 +105,7 @@ def marked(tokens: tuple[str, ...], position: int) -> str:
 @torch.no_grad()
 def token_vectors(model: BertForPreTraining, encoding: Encoding, position: int) -> np.ndarray:
     """(L + 1, d) unit vectors of one token of the learner's sentence, every layer."""
-    out = inputs.run(model, encoding, masked_positions=[])
+    out = inputs.run(model, encoding, heads=False)
     stacked = torch.stack([h[0, position] for h in out.hidden_states]).float()
     return torch.nn.functional.normalize(stacked, dim=-1).cpu().numpy()
 
@@ -151,28 +150,50 @@ def vocabulary_id(tokenizer: WordPieceTokenizer, word: str) -> int:
 
 
 # --- Retrieval by sense, by layer -------------------------------------------------------------------------
-@torch.no_grad()
+@dataclass(frozen=True)
+class SenseVectors:
+    """One sense set's word, in its built-in sentences (the queries) and in the bank's tagged sentences."""
+
+    word: str
+    queries: tuple[tuple[str, str], ...]  # (sentence, sense)
+    query_vectors: np.ndarray  # (L + 1, Q, d)
+    pool: tuple[str, ...]  # the bank's sentences that use the word in a sense `sense_of` can tell
+    pool_senses: np.ndarray  # (P,) their senses
+    pool_vectors: np.ndarray  # (L + 1, P, d)
+
+
 def _word_vectors(model: BertForPreTraining, tokenizer: WordPieceTokenizer, word: str,
-                  sentences: list[str]) -> tuple[list[str], np.ndarray]:
-    """The word's mean-of-pieces vector in each sentence that contains it: (kept sentences, (L + 1, S, d))."""
+                  sentences: list[str]) -> tuple[list[str], np.ndarray | None]:
+    """The word's mean-of-pieces vector in each sentence that holds it and fits the model."""
     pieces = tuple(tokenizer.encode(word).tokens[1:-1])
-    device = next(model.parameters()).device
-    kept, vectors = [], []
-    for start in range(0, len(sentences), BATCH):
-        found = [(s, e, find_word(e, pieces)) for s in sentences[start:start + BATCH]
-                 for e in [tokenizer.encode(s)] if len(e) <= model.config.max_position_embeddings]
-        found = [f for f in found if f[2] is not None]
-        if not found:
-            continue
-        out = inputs.run_batch(model, inputs.pad_batch([e for _, e, _ in found], tokenizer.pad_id, device))
-        hidden = torch.stack(out.hidden_states).float()
-        vectors.append(torch.stack([hidden[:, b, list(p)].mean(dim=1) for b, (_, _, p) in enumerate(found)], dim=1))
-        kept += [s for s, _, _ in found]
-    return kept, (torch.cat(vectors, dim=1).cpu().numpy() if vectors else np.zeros((0, 0, 0)))
+    found = [(s, e, find_word(e, pieces)) for s in sentences for e in [tokenizer.encode(s)]
+             if len(e) <= model.config.max_position_embeddings]
+    found = [f for f in found if f[2] is not None]
+    if not found:
+        return [], None
+    return [s for s, _, _ in found], piece_means(model, tokenizer.pad_id, [e for _, e, _ in found],
+                                                 [p for _, _, p in found])
 
 
-def precision_at_k(model: BertForPreTraining, tokenizer: WordPieceTokenizer, bank: SentenceBank,
-                   k: int) -> pd.DataFrame:
+def sense_vectors(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
+                  bank: SentenceBank) -> list[SenseVectors]:
+    """Every sense set the model can read, encoded once: `precision_at_k` then only compares."""
+    sets = []
+    for word in SENSE_SETS:
+        queries = examples(word)
+        pool, pool_vectors = _word_vectors(model, tokenizer, word,
+                                           [s for s in bank.sentences if sense_of(word, s) is not None])
+        kept, query_vectors = _word_vectors(model, tokenizer, word, [s for s, _ in queries])
+        if len(pool) < 2 or len(kept) < len(queries):
+            continue  # this model's vocabulary or length cannot hold the word
+        sets.append(SenseVectors(word, tuple(queries), query_vectors, tuple(pool),
+                                 np.array([sense_of(word, s) for s in pool], dtype=object), pool_vectors))
+    if not sets:
+        raise InputError("this model's vocabulary has none of the sense sets' words, so there is nothing to retrieve")
+    return sets
+
+
+def precision_at_k(sets: list[SenseVectors], k: int) -> pd.DataFrame:
     """Per word and layer: for each built-in sentence, the share of its k nearest bank occurrences with its sense.
 
     The neighbours are the bank's sentences that use the word in a sense `sense_of` can tell; the query's own
@@ -180,29 +201,21 @@ def precision_at_k(model: BertForPreTraining, tokenizer: WordPieceTokenizer, ban
     1.0 always means "every neighbour it could have had". `chance` is the share a random pick would get.
     """
     rows = []
-    for word in SENSE_SETS:
-        queries = examples(word)
-        pool = [s for s in bank.sentences if sense_of(word, s) is not None]
-        pool_sentences, pool_vectors = _word_vectors(model, tokenizer, word, pool)
-        query_sentences, query_vectors = _word_vectors(model, tokenizer, word, [s for s, _ in queries])
-        if len(pool_sentences) < 2 or len(query_sentences) < len(queries):
-            continue  # this model's vocabulary or length cannot hold the word
-        pool_senses = np.array([sense_of(word, s) for s in pool_sentences], dtype=object)
-        for layer in range(pool_vectors.shape[0]):
-            sims = cosines(np.concatenate([query_vectors[layer], pool_vectors[layer]]))[:len(queries), len(queries):]
+    for found in sets:
+        Q = len(found.queries)
+        for layer in range(found.pool_vectors.shape[0]):
+            sims = cosines(np.concatenate([found.query_vectors[layer], found.pool_vectors[layer]]))[:Q, Q:]
             hits, chance = [], []
-            for q, (sentence, sense) in enumerate(queries):
-                others = np.array([s != sentence for s in pool_sentences])
+            for q, (sentence, sense) in enumerate(found.queries):
+                others = np.array([s != sentence for s in found.pool])
                 order = [i for i in np.argsort(-sims[q], kind="stable") if others[i]]
-                relevant = int(((pool_senses == sense) & others).sum())
+                relevant = int(((found.pool_senses == sense) & others).sum())
                 if relevant == 0:
                     continue
-                hits.append(sum(pool_senses[i] == sense for i in order[:k]) / min(k, relevant))
+                hits.append(sum(found.pool_senses[i] == sense for i in order[:k]) / min(k, relevant))
                 chance.append(relevant / len(order))
-            rows.append({"word": word, LAYER: layer, "precision": float(np.mean(hits)),
-                         "chance": float(np.mean(chance)), "neighbours": len(pool_sentences)})
-    if not rows:
-        raise InputError("this model's vocabulary has none of the sense sets' words, so there is nothing to retrieve")
+            rows.append({"word": found.word, LAYER: layer, "precision": float(np.mean(hits)),
+                         "chance": float(np.mean(chance)), "neighbours": len(found.pool)})
     return pd.DataFrame(rows)
 
 

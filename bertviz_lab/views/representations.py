@@ -25,6 +25,7 @@ from bertviz_lab.views import inputs
 
 MAX_SENTENCES = 24  # rows and columns of the similarity matrix a class can still read
 MAX_WORD_CHARS = 100
+BATCH = 64  # sentences per padded forward pass
 LAYER, SAME, CROSS = "layer", "same sense", "different senses"
 
 
@@ -95,11 +96,25 @@ def word_in_context(model: BertForPreTraining, tokenizer: WordPieceTokenizer, wo
             raise InputError(f"sentence {n} does not contain the word {word.strip()!r}: {text[:80]!r}")
         encodings.append(encoding)
         positions.append(found)
+    vectors = piece_means(model, tokenizer.pad_id, encodings, positions)
+    return WordInContext(word.strip(), pieces, tuple(sentences), tuple(positions), vectors)
+
+
+@torch.no_grad()
+def piece_means(model: BertForPreTraining, pad_id: int, encodings: list[Encoding],
+                positions: list[tuple[int, ...]]) -> np.ndarray:
+    """(L + 1, S, d): in each encoding, the mean of the hidden states at its `positions`, at every layer.
+
+    The encodings run as padded batches of BATCH; [PAD] changes nothing at the real positions.
+    """
     device = next(model.parameters()).device
-    out = inputs.run_batch(model, inputs.pad_batch(encodings, tokenizer.pad_id, device))
-    hidden = torch.stack(out.hidden_states).float()  # (L + 1, S, T, d)
-    vectors = torch.stack([hidden[:, s, list(p)].mean(dim=1) for s, p in enumerate(positions)], dim=1)
-    return WordInContext(word.strip(), pieces, tuple(sentences), tuple(positions), vectors.cpu().numpy())
+    parts = []
+    for start in range(0, len(encodings), BATCH):
+        batch = inputs.pad_batch(encodings[start:start + BATCH], pad_id, device)
+        hidden = torch.stack(inputs.run_batch(model, batch).hidden_states).float()  # (L + 1, B, T, d)
+        parts.append(torch.stack([hidden[:, b, list(p)].mean(dim=1)
+                                  for b, p in enumerate(positions[start:start + BATCH])], dim=1))
+    return torch.cat(parts, dim=1).cpu().numpy()
 
 
 def cosines(vectors: np.ndarray) -> np.ndarray:
