@@ -23,7 +23,7 @@ from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.masking import mask_tokens
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.data import Batch
-from bertviz_lab.pretrain.loop import Trainer, _param_groups
+from bertviz_lab.pretrain.loop import Trainer, param_groups
 
 CONFIG = BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                     intermediate_size=1024, max_position_embeddings=128)
@@ -63,7 +63,7 @@ def main() -> None:
     steps = {"ours": trainer.train_step}
     for impl in ("eager", "sdpa"):
         hf = hf_twin(trainer.model, impl).train()
-        opt = torch.optim.AdamW(_param_groups(hf, 0.01), lr=1e-4, eps=1e-6)
+        opt = torch.optim.AdamW(param_groups(hf, 0.01), lr=1e-4, eps=1e-6)
         steps[f"transformers-{impl}"] = lambda hf=hf, opt=opt: hf_step(hf, opt)
     for step in steps.values():  # warm up allocators and kernels
         step(), step()

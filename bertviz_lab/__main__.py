@@ -1,4 +1,4 @@
-"""`python -m bertviz_lab` runs the command line (see bertviz_lab/cli.py)."""
+"""`python -m bertviz_lab` runs the command line (see bertviz_lab/cli/)."""
 
 import sys
 

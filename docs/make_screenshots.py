@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from bertviz_lab.pretrain import runs
 from tests.browser.harness import (
     CHART,
     browser_page,
@@ -20,6 +21,9 @@ from tests.browser.harness import (
 DOCS = Path(__file__).resolve().parent
 PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("representations", "representations"),
          ("losses", "losses"), ("worked", "worked")]
+# Pages that show runs, from the runs folder ($BERTVIZ_RUNS or runs/): (file name, page path, the run kind);
+# skipped when that folder has no finished run of that kind (start one on the page first).
+RUN_PAGES = [("finetune", "finetune", "finetune")]
 # Close-ups of one section of a page: (file name, page path, the section's subheader). The section
 # runs from its subheader to the last chart on the page, so it must be the page's last section.
 SECTIONS = [("attention_layer", "attention", "After attention: the rest of the layer for this query")]
@@ -38,6 +42,17 @@ def main(only: list[str] | None = None) -> None:
                 wait_idle(page)
             if path:
                 page.wait_for_selector(CHART, timeout=30_000)
+            page.screenshot(path=str(DOCS / f"{name}.png"), full_page=True)
+            print("wrote", DOCS / f"{name}.png")
+        for name, path, kind in RUN_PAGES:
+            if only and name not in only:
+                continue
+            if not any(r.status == "finished" for r in runs.list_runs(kind=kind)):
+                print(f"skipped {name}: no finished {kind} run in {runs.runs_root()}")
+                continue
+            open_page(page, url, path)
+            page.wait_for_selector(CHART, timeout=60_000)
+            wait_idle(page, 120_000)
             page.screenshot(path=str(DOCS / f"{name}.png"), full_page=True)
             print("wrote", DOCS / f"{name}.png")
         for name, path, heading in SECTIONS:

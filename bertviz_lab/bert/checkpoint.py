@@ -27,6 +27,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from bertviz_lab import atomic, files
+from bertviz_lab.bert.classifier import BertClassifier, saved_head
 from bertviz_lab.bert.config import BertConfig, show
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
@@ -58,7 +59,7 @@ def save_checkpoint(model: BertForPreTraining, tokenizer: WordPieceTokenizer, di
     """Write the model, its tokenizer and an optional model card; each file atomically."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    atomic.write_json(directory / "config.json", model.config.to_hf_dict(model.architecture))
+    atomic.write_json(directory / "config.json", model.hf_config())
     tokenizer.save(directory)
     if card is not None:
         atomic.write_json(directory / CARD_FILE, card)
@@ -71,7 +72,7 @@ def save_checkpoint(model: BertForPreTraining, tokenizer: WordPieceTokenizer, di
 def load_checkpoint(directory, device: str | torch.device = "cpu") -> Checkpoint:
     """The model, tokenizer and card in `directory`, each file checked before it is read."""
     directory = _folder(directory)
-    config = _read_config(directory)
+    raw, config = _read_config(directory)
     weights, size = _weights_file(directory, config)
     # The model's fp32 weights, plus the state dict they are loaded from (at least as large).
     files.check_memory(4 * config.num_parameters() + max(4 * config.num_parameters(), size),
@@ -81,8 +82,11 @@ def load_checkpoint(directory, device: str | torch.device = "cpu") -> Checkpoint
     tokenizer = WordPieceTokenizer.from_dir(directory, max_tokens=config.vocab_size)
     card = files.read_json(directory / CARD_FILE, error=CheckpointError) if _exists(directory / CARD_FILE) else {}
     state = _normalize_keys(_read_weights(weights))
-    heads = _check_entries(config, {k: (tuple(v.shape), v.is_floating_point()) for k, v in state.items()})
-    model = BertForPreTraining(config, mlm_head=heads["mlm"], nsp_head=heads["nsp"], pooler=heads["pooler"])
+    entries = {k: (tuple(v.shape), v.is_floating_point()) for k, v in state.items()}
+    heads = _check_entries(config, entries)
+    head = saved_head(raw, config.hidden_size, entries, heads)
+    model = (BertClassifier(config, *head) if head is not None else
+             BertForPreTraining(config, mlm_head=heads["mlm"], nsp_head=heads["nsp"], pooler=heads["pooler"]))
     ignored = _load_state(model, state)
     return Checkpoint(model.to(device).eval(), tokenizer, directory, card if isinstance(card, dict) else {}, ignored)
 
@@ -106,12 +110,14 @@ def _folder(directory) -> Path:
     return folder
 
 
-def _read_config(directory: Path) -> BertConfig:
+def _read_config(directory: Path) -> tuple[dict, BertConfig]:
+    """config.json as read (its labels live there) and as a BertConfig."""
     path = directory / "config.json"
     if not _exists(path):
         raise CheckpointError(f"{directory} has no config.json: not a Hugging Face model folder")
+    raw = files.read_json(path, error=CheckpointError)
     try:
-        return BertConfig.from_dict(files.read_json(path, error=CheckpointError))
+        return raw, BertConfig.from_dict(raw)
     except ConfigError as exc:
         raise CheckpointError(f"config.json: {exc}") from None
 

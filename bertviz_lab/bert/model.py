@@ -232,6 +232,10 @@ class BertForPreTraining(nn.Module):
             return "BertForPreTraining"
         return "BertForMaskedLM" if self.has_mlm else "BertModel"
 
+    def hf_config(self) -> dict:
+        """What config.json says of this model (its class and shape), as `transformers` reads it."""
+        return self.config.to_hf_dict(self.architecture)
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 

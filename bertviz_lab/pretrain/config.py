@@ -92,17 +92,17 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name, (low, high) in INT_LIMITS.items():
-            self._set(name, _whole(name, getattr(self, name), low, high))
-        self._set("threads", _whole("threads", self.threads, 0, max_threads(),
+            self._set(name, whole_number(name, getattr(self, name), low, high))
+        self._set("threads", whole_number("threads", self.threads, 0, max_threads(),
                                     "0 (all cores but one) to {high:,} (this machine's cores)"))
         for name, (low, high) in SHAPE_LIMITS.items():
             if getattr(self, name) is not None:
-                self._set(name, _whole(name, getattr(self, name), low, high, "{low:,} to {high:,} (BERT-Large)"))
+                self._set(name, whole_number(name, getattr(self, name), low, high, "{low:,} to {high:,} (BERT-Large)"))
         for name, (ok, wanted) in FLOAT_RULES.items():
-            self._set(name, _finite(name, getattr(self, name), ok, wanted))
-        _choice("preset", self.preset, tuple(PRESET_SHAPES))
-        _choice("random_tokens", self.random_tokens, RANDOM_TOKENS)
-        _choice("precision", self.precision, PRECISIONS)
+            self._set(name, finite_number(name, getattr(self, name), ok, wanted))
+        one_of("preset", self.preset, tuple(PRESET_SHAPES))
+        one_of("random_tokens", self.random_tokens, RANDOM_TOKENS)
+        one_of("precision", self.precision, PRECISIONS)
         if not isinstance(self.device, str) or not DEVICES.fullmatch(self.device):
             raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {show(self.device)}")
         if not isinstance(self.nsp, bool):
@@ -151,7 +151,7 @@ class TrainConfig:
         return cls(**{"random_tokens": LEGACY_RANDOM_TOKENS, **data})
 
 
-def _whole(name: str, value, low: int, high: int, span: str = "{low:,} to {high:,}") -> int:
+def whole_number(name: str, value, low: int, high: int, span: str = "{low:,} to {high:,}") -> int:
     """`value` as a Python int in [low, high]; a whole float (3.0, as number inputs give) counts."""
     number = value
     if isinstance(value, Real) and not isinstance(value, (bool, Integral)):
@@ -165,7 +165,7 @@ def _whole(name: str, value, low: int, high: int, span: str = "{low:,} to {high:
     return int(number)
 
 
-def _finite(name: str, value, ok, wanted: str) -> float:
+def finite_number(name: str, value, ok, wanted: str) -> float:
     """`value` as a Python float if it is a finite real number that passes `ok`."""
     try:
         number = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
@@ -176,6 +176,6 @@ def _finite(name: str, value, ok, wanted: str) -> float:
     return number
 
 
-def _choice(name: str, value, options: tuple[str, ...]) -> None:
+def one_of(name: str, value, options: tuple[str, ...]) -> None:
     if not isinstance(value, str) or value not in options:
         raise ConfigError(f"{name} must be one of {', '.join(options)}, got {show(value)}")

@@ -125,7 +125,53 @@ class EvalTotals:
         return record
 
 
-class Trainer:
+class Loop:
+    """What every training loop shares: run to the last step, yielding records; stop and save on request.
+
+    A subclass has cfg (steps, eval_every, checkpoint_every), step, elapsed, rank, world, device,
+    run_dir and stop_requested, and defines train_step (a record with "finite", or None when stopped
+    between micro-batches), evaluate and save. The fine-tuning loop (finetune/loop.py) is one.
+    """
+
+    def _should_stop(self) -> bool:
+        flag = torch.tensor(float(self.stop_requested), device=self.device)
+        if self.world > 1:
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag)
+
+    def run(self) -> Iterator[dict]:
+        """Train to the last step, yielding records; the last one has kind "end" and the status."""
+        writer = self.run_dir is not None and self.rank == 0
+        if writer and self.step == 0:
+            yield self.save()  # a loadable checkpoint exists from the start, whatever happens next
+        if self.rank == 0 and self.step == 0:
+            yield self.evaluate()
+        while self.step < self.cfg.steps:
+            if self._should_stop():
+                if writer:
+                    yield self.save()
+                yield {"kind": "end", "status": "stopped", "step": self.step,
+                       "message": f"stopped at step {self.step} of {self.cfg.steps}"}
+                return
+            record = self.train_step()
+            if record is None:  # stopped between micro-batches: the check above saves the last whole step
+                continue
+            finite = record.pop("finite")
+            yield record
+            if not finite:
+                yield {"kind": "end", "status": "diverged", "step": self.step,
+                       "message": f"the loss exploded (NaN, infinite or far above chance) at step {self.step}; "
+                                  "the last good checkpoint is kept (try a lower learning rate)"}
+                return
+            if self.rank == 0 and (self.step % self.cfg.eval_every == 0 or self.step == self.cfg.steps):
+                yield self.evaluate()
+            if writer and (self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps):
+                yield self.save()
+        yield {"kind": "end", "status": "finished", "step": self.step,
+               "message": f"finished {self.step} steps in {self.elapsed:.0f} s"}
+
+
+class Trainer(Loop):
     def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike | None = None, resume: bool = False,
                  model_config: BertConfig | None = None):
         """`model_config` replaces the one derived from cfg (benchmarks use it to pin a vocabulary size)."""
@@ -143,7 +189,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         model_cfg = model_config or cfg.model_config(self.tokenizer.vocab_size)
         self.model = BertForPreTraining(model_cfg, nsp_head=cfg.nsp, pooler=cfg.nsp).to(self.device)
-        self.optimizer = torch.optim.AdamW(_param_groups(self.model, cfg.weight_decay), lr=cfg.lr,
+        self.optimizer = torch.optim.AdamW(param_groups(self.model, cfg.weight_decay), lr=cfg.lr,
                                            betas=(0.9, 0.999), eps=1e-6)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         self.step, self.elapsed = 0, 0.0
@@ -260,47 +306,12 @@ class Trainer:
         if state[1] is not None:
             torch.cuda.set_rng_state(state[1], self.device)
 
-    def _should_stop(self) -> bool:
-        flag = torch.tensor(float(self.stop_requested), device=self.device)
-        if self.world > 1:
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag)
 
-    def run(self) -> Iterator[dict]:
-        """Train to the last step, yielding records; the last one has kind "end" and the status."""
-        writer = self.run_dir is not None and self.rank == 0
-        if writer and self.step == 0:
-            yield self.save()  # a loadable checkpoint exists from the start, whatever happens next
-        if self.rank == 0 and self.step == 0:
-            yield self.evaluate()
-        while self.step < self.cfg.steps:
-            if self._should_stop():
-                if writer:
-                    yield self.save()
-                yield {"kind": "end", "status": "stopped", "step": self.step,
-                       "message": f"stopped at step {self.step} of {self.cfg.steps}"}
-                return
-            record = self.train_step()
-            if record is None:  # stopped between micro-batches: the check above saves the last whole step
-                continue
-            finite = record.pop("finite")
-            yield record
-            if not finite:
-                yield {"kind": "end", "status": "diverged", "step": self.step,
-                       "message": f"the loss exploded (NaN, infinite or far above chance) at step {self.step}; "
-                                  "the last good checkpoint is kept (try a lower learning rate)"}
-                return
-            if self.rank == 0 and (self.step % self.cfg.eval_every == 0 or self.step == self.cfg.steps):
-                yield self.evaluate()
-            if writer and (self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps):
-                yield self.save()
-        yield {"kind": "end", "status": "finished", "step": self.step,
-               "message": f"finished {self.step} steps in {self.elapsed:.0f} s"}
-
-
-def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """BERT's convention: no weight decay on biases and LayerNorm parameters."""
+def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """BERT's convention: no weight decay on biases and LayerNorm parameters. Frozen ones are left out."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]

@@ -25,6 +25,8 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
@@ -40,6 +42,19 @@ STATUS_EVERY_S = 1.0  # how often train records refresh status.json
 LOCK, HOLDER = ".lock", "lock_holder.json"
 OWNER = "owner"  # who started a run on the machine itself (the app's own user or the command line)
 STARTED_BY_ENV = "BERTVIZ_STARTED_BY"  # how the app tells the trainer who asked for it
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a run folder's process does: its kind, the CLI command that runs it, its settings and its loop."""
+    kind: str  # "pretrain" or "finetune", as run.json records it
+    command: str  # the `python -m bertviz_lab` command: train or finetune
+    settings: type  # TrainConfig or FinetuneConfig: from_dict, to_dict and steps
+    loop: Callable  # (settings, run_dir, resume=...) -> a pretrain.loop.Loop
+
+
+PRETRAIN = Job("pretrain", "train", TrainConfig, Trainer)
+COMMANDS = ("train", "finetune")  # the commands a run's process is started with
 
 
 # --- The folder lock -----------------------------------------------------------------------------
@@ -94,7 +109,7 @@ def start_time(pid: int) -> float | None:
 
 def verified(pid: int | None, started: float | None, name: str) -> psutil.Process | None:
     """Process `pid` if it is alive (not a zombie) and is the trainer of run `name`: it started at
-    `started`, or (for a status that lacks the time) has `bertviz_lab train` and the run's name on
+    `started`, or (for a status that lacks the time) has `bertviz_lab train` (or finetune) and the run's name on
     its command line. None for a dead, zombie or reused pid."""
     if pid is None:
         return None
@@ -105,7 +120,7 @@ def verified(pid: int | None, started: float | None, name: str) -> psutil.Proces
         if started is not None:
             return proc if abs(proc.create_time() - started) < 0.1 else None
         cmd = proc.cmdline()
-        ours = "bertviz_lab" in cmd and "train" in cmd and any(name in arg for arg in cmd)
+        ours = "bertviz_lab" in cmd and any(c in cmd for c in COMMANDS) and any(name in arg for arg in cmd)
         return proc if ours else None
     except psutil.Error:
         return None
@@ -156,7 +171,7 @@ def tune_allocator() -> bool:
 
 
 class RunFiles:
-    def __init__(self, run_dir: Path, cfg: TrainConfig, created: float, started_by: str):
+    def __init__(self, run_dir: Path, cfg, created: float, started_by: str):
         self.run_dir, self.cfg, self.created = run_dir, cfg, created
         self.metrics = None
         self.last_status = 0.0
@@ -185,22 +200,29 @@ class RunFiles:
         self.metrics.flush()
 
 
-def _resume_record(run_dir: Path) -> tuple[TrainConfig, float, str]:
+def _resume_record(run_dir: Path, job: Job) -> tuple[object, float, str]:
     """(config, created, started_by) of a run to resume; ConfigError if its files do not say."""
+    refused = ConfigError(f"{run_dir} is not a run folder that can be resumed")
     try:
         run = files.read_json(run_dir / "run.json", error=ConfigError)
-        cfg = TrainConfig.from_dict(run["config"])
-        started_by = run.get("started_by", OWNER)
-        status = files.read_json(run_dir / "status.json", error=ConfigError)
-        created = status.get("created", time.time()) if isinstance(status, dict) else time.time()
+        kind = run.get("kind", PRETRAIN.kind)
+        if kind == job.kind:
+            cfg = job.settings.from_dict(run["config"])
+            started_by = run.get("started_by", OWNER)
+            status = files.read_json(run_dir / "status.json", error=ConfigError)
+            created = status.get("created", time.time()) if isinstance(status, dict) else time.time()
     except (LabError, KeyError, TypeError, AttributeError, ValueError):
-        raise ConfigError(f"{run_dir} is not a run folder that can be resumed") from None
+        raise refused from None
+    if kind != job.kind:
+        raise ConfigError(f"{run_dir} is not a {job.kind} run; resume it with `runs resume`") if isinstance(
+            kind, str) else refused
     ok = isinstance(created, (int, float)) and not isinstance(created, bool) and 0 < created < 1e11
     return cfg, float(created) if ok else time.time(), started_by if isinstance(started_by, str) else OWNER
 
 
-def execute(run_dir: str | Path, cfg: TrainConfig | None, resume: bool, command: list[str]) -> int:
-    """Run training for the CLI; returns the process exit code (0 finished/stopped, 1 crashed, 2 refused)."""
+def execute(run_dir: str | Path, cfg, resume: bool, command: list[str], job: Job = PRETRAIN) -> int:
+    """Run `job` (pretraining, or fine-tuning) for the CLI; returns the process exit code (0 finished or
+    stopped, 1 crashed, 2 refused). cfg: the job's settings (None to resume)."""
     run_dir = Path(run_dir)
     rank = dist.get_rank() if dist.is_initialized() else 0
     lock = None
@@ -213,23 +235,23 @@ def execute(run_dir: str | Path, cfg: TrainConfig | None, resume: bool, command:
         if rank == 0:  # before anything is written: a second trainer on this folder stops here
             lock = hold(run_dir, f"training, started by {started_by}", wait_for_parent=True)
         if resume:
-            cfg, created, started_by = _resume_record(run_dir)
+            cfg, created, started_by = _resume_record(run_dir, job)
         else:
             created = time.time()
             if rank == 0:
-                atomic.write_json(run_dir / "run.json", {"config": cfg.to_dict(), "command": command,
-                                                         "started_by": started_by})
+                atomic.write_json(run_dir / "run.json", {"kind": job.kind, "config": cfg.to_dict(),
+                                                         "command": command, "started_by": started_by})
     except (LabError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        return _train(run_dir, cfg, resume, RunFiles(run_dir, cfg, created, started_by) if rank == 0 else None)
+        return _train(run_dir, cfg, resume, RunFiles(run_dir, cfg, created, started_by) if rank == 0 else None, job)
     finally:
         if lock is not None:
             lock.release()
 
 
-def _train(run_dir: Path, cfg: TrainConfig, resume: bool, writer: RunFiles | None) -> int:
+def _train(run_dir: Path, cfg, resume: bool, writer: RunFiles | None, job: Job) -> int:
     if writer:
         (run_dir / "stop_requested").unlink(missing_ok=True)
     trainer = None
@@ -244,8 +266,8 @@ def _train(run_dir: Path, cfg: TrainConfig, resume: bool, writer: RunFiles | Non
     signal.signal(signal.SIGINT, request_stop)
     try:
         if writer:
-            writer.status("running", "preparing the corpus and the model")
-        trainer = Trainer(cfg, run_dir, resume=resume)
+            writer.status("running", "preparing the data and the model")
+        trainer = job.loop(cfg, run_dir, resume=resume)
         if writer:
             writer.open_metrics(trainer.step if resume else None)
             writer.status("running", f"training on {trainer.device}", trainer.step, device=str(trainer.device))
@@ -266,7 +288,7 @@ def _train(run_dir: Path, cfg: TrainConfig, resume: bool, writer: RunFiles | Non
         return 1
 
 
-def _loop(trainer: Trainer, files: RunFiles | None) -> int:
+def _loop(trainer, files: RunFiles | None) -> int:
     for record in trainer.run():
         if files is None:
             continue

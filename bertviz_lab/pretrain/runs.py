@@ -33,7 +33,7 @@ from bertviz_lab import atomic, files
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.pretrain import checkpoints, process
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.process import OWNER, STARTED_BY_ENV, hold, start_time, verified
+from bertviz_lab.pretrain.process import OWNER, PRETRAIN, STARTED_BY_ENV, hold, start_time, verified
 from bertviz_lab.pretrain.resources import check_corpus, check_resources
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
@@ -46,6 +46,7 @@ def runs_root() -> Path:
 ACTIVE = ("starting", "running")
 STATUSES = (*ACTIVE, "finished", "stopped", "diverged", "failed")
 UNREADABLE = "unreadable"  # a status of our own: the run's files could not be read
+KINDS = ("pretrain", "finetune")
 RESUMABLE = ("stopped", "failed", "diverged")  # with a checkpoint: diverged ones restart from the last good one
 STOP_MARKER, UPLOADS = "stop_requested", "uploads"
 read_metrics = process.read_metrics  # a run's curves (the trainer's process writes them)
@@ -67,6 +68,7 @@ class RunInfo:
     updated: float = 0.0
     started_by: str = OWNER  # OWNER or "visitor <address>" (classroom mode)
     pid_started: float | None = None  # the trainer's process start time: tells it from a reused pid
+    kind: str = PRETRAIN.kind  # "pretrain" or "finetune" (run.json says; older runs are pretraining)
 
     @functools.cached_property
     def checkpoint(self) -> Path | None:
@@ -116,8 +118,16 @@ def start(cfg: TrainConfig, name: str | None = None, root: Path | None = None, s
     max_active: refuse while that many runs are active (counted and launched under one lock)."""
     check_corpus(cfg)  # the text is usable, and the run fits this machine's memory
     check_resources(cfg)
+    return launch_new(PRETRAIN.kind, cfg.to_dict(), ["train", *cli_args(cfg)], cfg.steps, name, root, started_by,
+                      max_active)
+
+
+def launch_new(kind: str, config: dict, command: list[str], steps: int, name: str | None = None,
+               root: Path | None = None, started_by: str = OWNER, max_active: int | None = None) -> RunInfo:
+    """Create a run folder and its run.json, and start `python -m bertviz_lab COMMAND --run-dir RUN ...` there
+    (command: e.g. ["finetune", "--task", "coherence", ...], checked by the caller)."""
     root = Path(root) if root is not None else runs_root()
-    run_dir = root / sanitize_name(name or new_name())
+    run_dir = root / sanitize_name(name or new_name("finetune" if kind != PRETRAIN.kind else "run"))
     root.mkdir(parents=True, exist_ok=True)
     gate = filelock.FileLock(root / ".start.lock", timeout=30) if max_active is not None else nullcontext()
     with gate:
@@ -129,13 +139,13 @@ def start(cfg: TrainConfig, name: str | None = None, root: Path | None = None, s
             run_dir.mkdir()
         except FileExistsError:
             raise ConfigError(f"a run named {run_dir.name!r} already exists; pick another name") from None
-        command = [sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(run_dir), *cli_args(cfg)]
+        full = [sys.executable, "-m", "bertviz_lab", command[0], "--run-dir", str(run_dir), *command[1:]]
         try:
             lock = hold(run_dir, f"launching it for {started_by}")
             try:  # run.json now, not when the trainer is up: readers see the settings (and the text) in use
-                atomic.write_json(run_dir / "run.json", {"config": cfg.to_dict(), "command": command[3:],
+                atomic.write_json(run_dir / "run.json", {"kind": kind, "config": config, "command": full[3:],
                                                          "started_by": started_by})
-                return _launch(run_dir, command, cfg.steps, started_by)
+                return _launch(run_dir, full, steps, started_by)
             finally:
                 lock.release()
         except BaseException:
@@ -159,7 +169,8 @@ def resume(run_dir) -> RunInfo:
             raise ConfigError(f"run {info.name!r} has {info.status} all its steps; start a new run to train longer")
         if info.checkpoint is None:
             raise ConfigError(f"run {info.name!r} has no checkpoint to resume from")
-        command = [sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(run_dir), "--resume"]
+        verb = "finetune" if info.kind == "finetune" else "train"
+        command = [sys.executable, "-m", "bertviz_lab", verb, "--run-dir", str(run_dir), "--resume"]
         return _launch(run_dir, command, info.total_steps, info.started_by)
     finally:
         lock.release()
@@ -226,7 +237,9 @@ def _records(run_dir: Path) -> tuple[dict, dict]:
     run = {}
     if (run_dir / "run.json").exists() or (run_dir / "run.json").is_symlink():
         run = _checked(files.read_json(run_dir / "run.json", error=InputError), "run.json",
-                       {"started_by": str, "config": dict})
+                       {"started_by": str, "config": dict, "kind": str})
+        if run.get("kind", PRETRAIN.kind) not in KINDS:
+            raise InputError(f"run.json: unknown kind {run['kind'][:40]!r}")
     return status, run
 
 
@@ -249,7 +262,7 @@ def read(run_dir) -> RunInfo:
                    total_steps=status.get("total_steps", steps if type(steps) is int and steps >= 0 else 0),
                    created=float(status.get("created", 0.0)), updated=float(status.get("updated", 0.0)),
                    started_by=run.get("started_by", status.get("started_by", OWNER)),
-                   pid_started=status.get("pid_started"))
+                   pid_started=status.get("pid_started"), kind=run.get("kind", PRETRAIN.kind))
     if info.active and trainer(info) is None:
         if (run_dir / STOP_MARKER).exists():  # stopped before it could report (still starting up)
             info.status, info.message = "stopped", "stopped before training began"
@@ -259,14 +272,17 @@ def read(run_dir) -> RunInfo:
     return info
 
 
-def list_runs(root: Path | None = None) -> list[RunInfo]:
-    """All runs under root (default `runs_root()`), newest first; an unreadable one is listed as such."""
+def list_runs(root: Path | None = None, kind: str | None = None) -> list[RunInfo]:
+    """All runs under root (default `runs_root()`), newest first; an unreadable one is listed as such.
+    kind: only "pretrain" or only "finetune" runs (an unreadable run is listed under both)."""
     root = Path(root) if root is not None else runs_root()
     try:
         folders = [p for p in root.iterdir() if p.is_dir() and (p / "status.json").exists()]
     except OSError:
         return []
-    return sorted((read(p) for p in folders), key=lambda r: r.created, reverse=True)
+    found = (read(p) for p in folders)
+    return sorted((r for r in found if kind is None or r.kind == kind or r.status == UNREADABLE),
+                  key=lambda r: r.created, reverse=True)
 
 
 def find(name: str, root: Path | None = None) -> Path:
@@ -315,18 +331,19 @@ def delete(run_dir) -> None:
             raise ConfigError(f"could not delete run {info.name!r}: {exc.strerror or exc}") from None
     finally:
         lock.release()
-    drop_upload(run_dir.parent, info.config.get("corpus"))
+    drop_upload(run_dir.parent, info.config.get("corpus") or info.config.get("data"))  # a text or a CSV
 
 
 def drop_upload(root: Path, corpus) -> None:
-    """Delete `corpus` if it is a file of ROOT/uploads that no remaining run trains on (never any other file)."""
+    """Delete `corpus` (a text or a CSV) if it is a file of ROOT/uploads no remaining run uses (never another file)."""
     if not isinstance(corpus, str):
         return
     try:
         path = Path(corpus).resolve()
         if path.parent != (root / UPLOADS).resolve():
             return
-        used = {Path(c).resolve() for r in list_runs(root) if isinstance(c := r.config.get("corpus"), str)}
+        used = {Path(c).resolve() for r in list_runs(root) for key in ("corpus", "data")
+                if isinstance(c := r.config.get(key), str) and c}
         if path not in used:
             path.unlink(missing_ok=True)
     except (OSError, ValueError):

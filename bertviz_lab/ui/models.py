@@ -43,7 +43,8 @@ def available_models() -> dict[str, str]:
             found[f"{folder.name} (shipped)"] = str(folder)
     for run in runs.list_runs():
         if run.status in ("finished", "stopped") and run.checkpoint is not None:
-            found[f"run {run.name} ({run.status}, step {run.step})"] = str(run.checkpoint)
+            what = "fine-tuned" if run.kind == "finetune" else "run"
+            found[f"{what} {run.name} ({run.status}, step {run.step})"] = str(run.checkpoint)
     return found
 
 

@@ -234,9 +234,11 @@ def probe_panel(run: runs.RunInfo) -> None:
 
 
 # --- Finished runs: use, resume, delete ------------------------------------------------------
-def act(action: str, run_dir: str) -> None:
+def act(action: str, run_dir: str, keys=K) -> None:
     """A Stop, Resume or Delete button's callback. Who may act is checked again here, on the run as it
-    is now; a refusal (say, a second click while the run is starting) is kept to show as one line."""
+    is now; a refusal (say, a second click while the run is starting) is kept to show as one line.
+    keys: the page's session keys (this page's, or the Fine-tune page's, which shares these actions)."""
+    K = keys  # noqa: N806
     run = runs.read(run_dir)
     state.forget(K.CONFIRM)
     if not vp.can_control(run, classroom.visitor_id()):
@@ -248,16 +250,22 @@ def act(action: str, run_dir: str) -> None:
         state.put(K.NOTICE, str(exc))
 
 
-def notice() -> None:
+def notice(keys=K) -> None:
     """The last refusal of a Stop, Resume or Delete, once."""
+    K = keys  # noqa: N806
     if state.get(K.NOTICE):
         st.warning(state.get(K.NOTICE), icon=":material/block:")
         state.forget(K.NOTICE)
 
 
-def run_actions(run: runs.RunInfo) -> None:
+ACTIVE_NOTE = "This run's model is now the active model: open Mask & predict or Attention to explore it."
+
+
+def run_actions(run: runs.RunInfo, keys=K, active_note: str = ACTIVE_NOTE) -> None:
     """Use this model (finished or stopped), Resume (stopped, failed or diverged, with a checkpoint) and
-    Delete (with a confirmation) for a run that is not training; visitors see these on their own runs only."""
+    Delete (with a confirmation) for a run that is not training; visitors see these on their own runs only.
+    keys, active_note: the Fine-tune page's, where it draws these for a fine-tuning run."""
+    K = keys  # noqa: N806
     if run.active:
         return
     mine = vp.can_control(run, classroom.visitor_id())
@@ -267,7 +275,7 @@ def run_actions(run: runs.RunInfo) -> None:
         left.button("Use this model", key=K.USE.name, type="primary", icon=":material/model_training:",
                     on_click=try_load, args=(path,))
         if state.get(Model.PATH) == path:
-            right.success("This run's model is now the active model: open Mask & predict or Attention to explore it.")
+            right.success(active_note)
         else:
             right.caption(f"Makes {run.checkpoint.name} of {run.name} the active model of every page "
                           "(it is in the sidebar's picker too).")
@@ -279,14 +287,14 @@ def run_actions(run: runs.RunInfo) -> None:
                  f"{run.checkpoint.name}" + (" (with the same settings the loss may explode again)."
                                              if run.status == "diverged" else "."))
         left.button("Resume", key=K.RESUME.name, icon=":material/play_arrow:", on_click=act,
-                    args=("resume", str(run.path)), help=help_)
+                    args=("resume", str(run.path), K), help=help_)
     if state.get(K.CONFIRM) != run.name:
         left.button("Delete run", key=K.DELETE.name, icon=":material/delete:", on_click=state.put,
                     args=(K.CONFIRM, run.name))
         return
     st.warning(f"Delete run {run.name}? This removes its checkpoints.", icon=":material/delete:")
     yes, no, _ = st.columns([1, 1, 4])
-    yes.button("Delete", key=K.DELETE_YES.name, type="primary", on_click=act, args=("delete", str(run.path)))
+    yes.button("Delete", key=K.DELETE_YES.name, type="primary", on_click=act, args=("delete", str(run.path), K))
     no.button("Cancel", key=K.DELETE_NO.name, on_click=state.forget, args=(K.CONFIRM,))
 
 

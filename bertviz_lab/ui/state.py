@@ -17,6 +17,7 @@ from typing import Any
 
 import streamlit as st
 
+from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import onehot, probe
 from bertviz_lab.views import pretrain as vp
 from bertviz_lab.views import worked as w
@@ -209,6 +210,30 @@ class Pretrain:
     HEAD = Key("pretrain.head", 0, one_of)
     COMPARE = Key("pretrain.compare", (), some_of)  # runs overlaid on shared axes
 
+
+
+class Finetune:
+    TASK = Key("finetune.task", "coherence")  # a built-in task, or CSV (the learner's file)
+    UPLOAD = Key("finetune.upload")
+    START = Key("finetune.start", None, one_of)  # the starting point's label (views.finetune.Start)
+    WEIGHTS = Key("finetune.weights", "pretrained")  # or "random": the same shape, no pretraining
+    MODE = Key("finetune.mode", "full")  # or "probe": the classifier alone (freeze_encoder)
+    FORM = {name: Key(f"finetune.{name}", vf.DEFAULTS[name]) for name in vf.FIELDS}  # steps, lr, batch_size, seed
+    NAME = Key("finetune.name", "")
+    GO = Key("finetune.go")
+    RUN = Key("finetune.run", None, one_of)  # the run shown
+    SELECTED = Key("finetune.selected")  # RUN's last value, kept while the picker is not drawn
+    WATCHING = Key("finetune.watching", False)  # the live panel refreshes itself
+    STOP, USE, RESUME = Key("finetune.stop"), Key("finetune.use"), Key("finetune.resume")
+    DELETE = Key("finetune.delete")  # asks first: the run named in CONFIRM gets Delete / Cancel buttons
+    CONFIRM = Key("finetune.confirm_delete")
+    DELETE_YES, DELETE_NO = Key("finetune.delete_yes"), Key("finetune.delete_no")
+    NOTICE = Key("finetune.notice")  # a Stop/Resume/Delete refusal, shown once on the next run of the page
+    COMPARE = Key("finetune.compare", (), some_of)  # runs overlaid on shared axes
+    TAB = Key("finetune.tab", None, one_of)  # the open tab of the chosen run's results; None: the first
+    TEXT = Key("finetune.text")  # "Try it": None until set from the run's first dev example
+    TEXT_B = Key("finetune.text_b")
+    TRY_RUN = Key("finetune.try_run")  # the run whose example filled TEXT
 
 class Representations:
     TAB = Key("repr.tab", None, one_of)  # the open tab (its label); None: the first

@@ -1,0 +1,59 @@
+"""Command line: `python -m bertviz_lab COMMAND ...`.
+
+predict     top-k guesses for each [MASK] of a sentence (or a pair), as a table or JSON
+similarity  one word's vectors in several sentences: their cosine matrix at every layer
+lens        the logit lens: the MLM head's top-k at each [MASK] after every layer
+info        a checkpoint's shape and model card
+classify    a fine-tuned checkpoint on a sentence (or a pair): each label's probability, or each token's tag
+train       pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
+finetune    fine-tune a classifier (a built-in task or a CSV) from a checkpoint or from scratch into a run
+            folder (the same command the Fine-tune page starts)
+publish     evaluate a run's last checkpoint and copy it, with a model card, to a folder the app lists
+runs        list, stop, resume or delete the pretraining and fine-tuning runs under $BERTVIZ_RUNS
+            (default runs/): the functions the Pretrain and Fine-tune pages' buttons call
+
+explore.py holds predict, similarity, lens and info; finetune.py finetune and classify; training.py
+train, publish and runs. They sit on views/, finetune/ and pretrain/ and import them lazily, so
+`--help` is instant. User mistakes print one line on stderr and exit with status 2; nothing a user
+types should produce a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from bertviz_lab.cli import explore, finetune, training
+from bertviz_lab.cli.common import EXIT_USAGE
+from bertviz_lab.cli.explore import model_card
+from bertviz_lab.errors import LabError
+
+__all__ = ["EXIT_USAGE", "build_parser", "main", "model_card"]
+COMMANDS = {**explore.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bertviz_lab", description="Watch BERT work.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    explore.add_parsers(sub)  # predict, similarity, lens, info
+    finetune.add_classify_parser(sub)
+    training.add_train_parser(sub)
+    finetune.add_finetune_parser(sub)
+    training.add_publish_parser(sub)
+    training.add_runs_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
+    args = build_parser().parse_args(argv)
+    args.argv = argv  # what a run folder records as the command that started it
+    try:
+        return COMMANDS[args.command](args)
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `... | head` stopped reading: stop quietly, as other command-line tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush fails silently
+        return 0

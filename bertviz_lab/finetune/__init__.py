@@ -1,0 +1,3 @@
+"""Fine-tuning: the other half of BERT's paradigm. Downstream tasks (tasks.py, data.py), the
+fine-tuning settings (config.py) and loop (loop.py), run as background processes by the
+pretraining run machinery (pretrain/process.py, pretrain/runs.py)."""

@@ -1,0 +1,238 @@
+"""Widget groups of the Fine-tune page: the new-run form, the run picker, the live panel (a fragment that
+refreshes itself while the run trains), Stop / Resume / Delete / Use this model, and the overlay of runs.
+
+Runs live on disk and are started, stopped and deleted by the run machinery (`finetune.runs`,
+`pretrain.runs`), exactly as on the Pretrain live page; what is shown comes from `views.finetune`.
+The chosen run's results (dev set, Try it, before and after) are in `ui/finetune_results.py`.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bertviz_lab.errors import ConfigError, InputError, LabError
+from bertviz_lab.figures import finetune as figs
+from bertviz_lab.figures.attention import export_config
+from bertviz_lab.finetune import tasks
+from bertviz_lab.pretrain import runs
+from bertviz_lab.ui import classroom, state
+from bertviz_lab.ui import pretrain as shared
+from bertviz_lab.ui.models import shown
+from bertviz_lab.ui.pretrain import BADGE, REFRESH_S, curves_of
+from bertviz_lab.ui.state import SHIPPED
+from bertviz_lab.ui.state import Finetune as K
+from bertviz_lab.ui.tables import number
+from bertviz_lab.views import finetune as vf
+from bertviz_lab.views import pretrain as vp
+
+CSV = "csv"
+TASK_NAMES = {**{name: name for name in tasks.BUILTIN}, CSV: "your own CSV"}
+CSV_HELP = """A header row names the columns (any order; an optional `split` column says train, dev or test, else
+the rows are dealt 80 / 10 / 10). Three layouts:
+
+| layout | a row | task |
+| --- | --- | --- |
+| `text,label` | `the cat sat on the mat .,ok` | one sentence → a label |
+| `text,text_b,label` | `it rained .,we stayed in .,follows` | a sentence pair → a label |
+| `tokens,tags` | `ali ate a pie,PERSON O O FOOD` | a tag per word (words and tags separated by spaces) |
+
+At least 8 training rows, 2 dev rows and two different labels."""
+LR_STEP = 1e-5
+
+
+# --- The form --------------------------------------------------------------------------------------
+@st.cache_data(max_entries=4, show_spinner="Checking the CSV file…")
+def _parsed(raw: bytes, name: str) -> tasks.Task:
+    return vf.read_upload(raw, name)
+
+
+def task_picker(name: str) -> tuple[tasks.Task | None, bytes | None, str | None]:
+    """The chosen task, described with a few rows; for a CSV, the file checked at once. Returns
+    (task, the CSV's bytes, the error already shown): task None while no usable file is chosen."""
+    if name != CSV:
+        task = tasks.builtin(name)
+        st.caption(f"{tasks.KIND_NAMES[task.kind].capitalize()}, labels {', '.join(task.labels)}. "
+                   f"{task.description} {len(task.train):,} training and {len(task.dev):,} dev examples.")
+        st.dataframe(vf.example_rows(task), hide_index=True, key="finetune.examples")
+        return task, None, None
+    st.file_uploader("Your CSV file (UTF-8)", type=["csv"], key=K.UPLOAD.name)
+    st.markdown(CSV_HELP)
+    upload = state.get(K.UPLOAD)
+    if upload is None:
+        return None, None, None
+    raw = upload.getvalue()
+    try:
+        task = _parsed(raw, upload.name)
+    except LabError as exc:
+        st.error(shown(vf.explain(exc)))
+        return None, raw, str(exc)
+    st.success(f"{upload.name}: {tasks.KIND_NAMES[task.kind]}, {len(task.labels)} labels "
+               f"({', '.join(task.labels[:8])}{'…' if len(task.labels) > 8 else ''}), {len(task.train):,} training "
+               f"and {len(task.dev):,} dev rows.", icon=":material/check:")
+    st.dataframe(vf.example_rows(task), hide_index=True, key="finetune.examples")
+    return task, raw, None
+
+
+def _number(where, name: str) -> None:
+    label, help_ = vf.FIELDS[name]
+    key = K.FORM[name]
+    if name == "lr":
+        where.number_input(label, value=float(key.default), step=LR_STEP, format="%.5f", key=key.name, help=help_)
+    else:
+        where.number_input(label, value=key.default, step=1, key=key.name, help=help_)
+
+
+def run_form(active: int) -> runs.RunInfo | None:
+    """The new-run form; on a valid submit it starts the run (in the background) and returns it.
+    In classroom mode a visitor may start one only while fewer than `classroom.max_runs()` train."""
+    who, cap = classroom.visitor_id(), None if classroom.is_owner() else classroom.max_runs()
+    allowed = cap is None or vp.start_allowed(active, who, cap)
+    if not allowed:
+        st.warning(vp.cap_note(active, cap), icon=":material/group:")
+    state.init(K.TASK, K.WEIGHTS, K.MODE)  # the radios take their defaults from the session
+    name = st.radio("Task", list(TASK_NAMES), format_func=TASK_NAMES.get, horizontal=True, key=K.TASK.name)
+    task, raw, error = task_picker(name)
+    starts = {s.label: s for s in vf.starting_points(SHIPPED)}
+    if not starts:
+        st.warning("No model to start from: the shipped checkpoints are missing and no pretraining run has a "
+                   "checkpoint yet.")
+    state.keep_valid(K.START, starts)
+    with st.form("finetune.form", border=False):
+        cols = st.columns([3, 3, 2])
+        cols[0].selectbox("Start from", list(starts), key=K.START.name,
+                          help="A shipped model or a pretraining run's latest checkpoint (Pretrain live).")
+        cols[1].radio("Weights", list(vf.WEIGHTS), format_func=vf.WEIGHTS.get, key=K.WEIGHTS.name,
+                      help="Random: the same shape without pretraining, to see what pretraining is worth.")
+        cols[2].radio("Train", list(vf.MODES), format_func=vf.MODES.get, key=K.MODE.name,
+                      help="Full fine-tuning updates every weight; a linear probe trains the classifier alone "
+                           "on the frozen encoder's vectors.")
+        for col, field in zip(st.columns(5), vf.FIELDS):
+            _number(col, field)
+        st.columns(5)[0].text_input("Run name (optional)", key=K.NAME.name, placeholder="finetune-date-time")
+        submitted = st.form_submit_button("Start fine-tuning", type="primary", key=K.GO.name,
+                                          icon=":material/play_arrow:", disabled=not allowed or not starts)
+    if not submitted or error is not None:  # a broken CSV: its one message is shown above
+        return None
+    try:
+        if name == CSV and task is None:
+            raise InputError(vf.NO_CSV)
+        if state.get(K.START) not in starts:  # deleted while the form was open
+            raise ConfigError("checkpoint: choose a model to start from")
+        config = vf.form_config({f: state.get(k) for f, k in K.FORM.items()}, starts[state.get(K.START)],
+                                state.get(K.WEIGHTS), state.get(K.MODE), task="" if name == CSV else name,
+                                data=str(vf.upload_path(raw, state.get(K.UPLOAD).name)) if name == CSV else "")
+        return vf.start_run(config, raw, state.get(K.NAME).strip() or None, who, cap)
+    except LabError as exc:
+        st.error(shown(vf.explain(exc)))
+        return None
+
+
+# --- Which run, live ---------------------------------------------------------------------------------
+def pick_run(all_runs: list[runs.RunInfo], started: runs.RunInfo | None) -> runs.RunInfo:
+    """The run shown: the one just started, else the session's choice, else the newest active one."""
+    names = {r.name: r for r in all_runs}
+    if started is not None:
+        state.put(K.RUN, started.name)
+    state.keep_valid(K.RUN, names)
+    remembered = state.get(K.SELECTED)
+    newest = next((r for r in all_runs if r.active), all_runs[0])
+    state.setdefault(K.RUN, remembered if remembered in names else newest.name)
+    name = st.selectbox("Run", list(names), key=K.RUN.name, format_func=lambda n: f"{n} · {vf.describe(names[n].config)}")
+    state.put(K.SELECTED, name)
+    return names[name]
+
+
+def live_panel(run: runs.RunInfo) -> None:
+    """Status, progress and curves of one run; redrawn every REFRESH_S seconds while it trains."""
+    state.put(K.WATCHING, run.active)
+    st.fragment(run_every=REFRESH_S if run.active else None)(_live)(str(run.path))
+
+
+def _live(run_dir: str) -> None:
+    run = runs.read(run_dir)
+    if state.get(K.WATCHING) and not run.active:
+        state.put(K.WATCHING, False)
+        st.rerun()  # the whole page: the results, the run table and "Use this model" change too
+    curves = curves_of(run.path)
+    status_row(run)
+    st.progress(min(1.0, run.step / max(run.total_steps, 1)), text=vp.progress_text(run, curves.train))
+    held, train = curves.eval, curves.train
+    cols = st.columns(3)
+    if not held.empty and "dev_acc" in held:
+        first, last = held.iloc[0], held.iloc[-1]
+        cols[0].metric("Dev accuracy", f"{last['dev_acc']:.1%}", f"{last['dev_acc'] - first['dev_acc']:+.1%}",
+                       help="On dev examples it never trains on; the change is since the first evaluation (step 0).")
+        cols[1].metric("Dev loss", f"{last['dev_loss']:.3f}", f"{last['dev_loss'] - first['dev_loss']:+.3f}",
+                       delta_color="inverse")
+    if not train.empty and "examples_per_s" in train:
+        cols[2].metric("Examples / s", f"{train['examples_per_s'].tail(20).mean():,.0f}",
+                       help="Training speed over the last 20 steps.")
+    if train.empty and held.empty:
+        st.info("The curves appear with the first evaluation (the process is loading the task and the model).")
+        return
+    chart_pair({run.name: curves}, "finetune.live")
+    st.caption("Thin lines: each training batch (noisy). Bold: the dev set, which it never trains on. Chance is "
+               "about 1 / (number of labels) for balanced labels.")
+
+
+def chart_pair(curves: dict, key: str, train: bool = True) -> None:
+    left, right = st.columns(2)
+    left.plotly_chart(figs.loss_curves(curves, train), key=f"{key}.loss", theme=None, config=export_config(f"{key}-loss"))
+    right.plotly_chart(figs.accuracy_curves(curves, train), key=f"{key}.acc", theme=None,
+                       config=export_config(f"{key}-accuracy"))
+
+
+def status_row(run: runs.RunInfo) -> None:
+    color, icon = BADGE.get(run.status, ("gray", None))
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    with left:
+        st.badge(run.status, color=color, icon=icon)
+        st.caption(f"**{run.name}** · {vf.describe(run.config)} · {run.message}")
+    if run.active and vp.can_control(run, classroom.visitor_id()):
+        right.button("Stop", key=K.STOP.name, icon=":material/stop:", on_click=act, args=("stop", str(run.path)),
+                     help="Saves a checkpoint and stops; the run can be resumed later.", width="stretch")
+    elif run.active:
+        right.caption(vp.control_note(run))
+
+
+# --- Stop, resume, delete, use ------------------------------------------------------------------------
+def act(action: str, run_dir: str) -> None:
+    """Stop, Resume or Delete: the Pretrain page's callback on this page's keys."""
+    shared.act(action, run_dir, K)
+
+
+def notice() -> None:
+    shared.notice(K)
+
+
+def run_actions(run: runs.RunInfo) -> None:
+    """Use this model, Resume and Delete, as on the Pretrain page."""
+    shared.run_actions(run, K, "This fine-tuned model is now the active model: Attention and Representations read "
+                               "it (it has no MLM head, so Mask & predict cannot).")
+
+
+# --- Compare runs ------------------------------------------------------------------------------------
+RUN_COLUMNS = {"dev accuracy": number("percent"),
+               "started": st.column_config.DatetimeColumn(format="D MMM, HH:mm:ss")}
+
+
+def compare_runs(all_runs: list[runs.RunInfo]) -> None:
+    """The table of every fine-tuning run, and the dev accuracy and train loss of the chosen ones overlaid."""
+    st.dataframe(vf.run_rows(all_runs, curves_of), hide_index=True, column_config=RUN_COLUMNS, key="finetune.table")
+    paths = {r.name: r.path for r in all_runs}
+    state.keep_valid(K.COMPARE, paths)
+    chosen = st.multiselect("Overlay runs", list(paths), key=K.COMPARE.name, placeholder="pick two or more runs",
+                            help="E.g. the same task from the pretrained model and from a random one of the same size.")
+    if not chosen:
+        return
+    legend = vf.legends([r for r in all_runs if r.name in chosen])
+    curves = {legend[name]: curves_of(paths[name]) for name in chosen}
+    left, right = st.columns(2)
+    left.plotly_chart(figs.accuracy_curves(curves, train=False), key="finetune.compare.acc", theme=None,
+                      config=export_config("finetune-compare-accuracy"))
+    right.plotly_chart(figs.loss_curves(curves, held_out=False), key="finetune.compare.loss", theme=None,
+                       config=export_config("finetune-compare-loss"))
+    st.caption("Each colour is one run, on the same axes. Read the dev accuracy against the steps: a pretrained "
+               "start is usually well above chance from the first evaluations on, while a random model of the same "
+               "size starts at chance and climbs slowly, if at all. Put a start pretrained with NSP against one "
+               "without on coherence to see what NSP adds. Compare runs of one task: chance differs between tasks.")

@@ -1,0 +1,185 @@
+"""What a finished (or stopped) fine-tuning run learned, in three tabs, each computed only while open:
+the dev set (accuracy, confusion matrix, the examples it still gets wrong), "Try it" on your own
+sentence, and the dev set as the classifier sees it before and after fine-tuning.
+
+Every result is cached per (checkpoint folder, its weights file's mtime, device) and shared by every
+session; the model it started from is rebuilt once per run (`views.finetune_dev.initial_model`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from bertviz_lab.errors import LabError
+from bertviz_lab.figures import finetune as figs
+from bertviz_lab.finetune import data
+from bertviz_lab.finetune.config import FinetuneConfig
+from bertviz_lab.finetune.loop import TASK_FILE
+from bertviz_lab.finetune.tasks import PAIR, TOKEN, Task
+from bertviz_lab.pretrain import runs
+from bertviz_lab.ui import state
+from bertviz_lab.ui.models import cached_checkpoint, device_name, shown
+from bertviz_lab.ui.state import Finetune as K
+from bertviz_lab.ui.tables import number, table_height
+from bertviz_lab.ui.widgets import chart
+from bertviz_lab.views import finetune as vf
+from bertviz_lab.views import finetune_dev as fd
+
+MAX_TRY_CHARS = 1_000
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _task(run_dir: str, version: int) -> Task:
+    return data.load_task(Path(run_dir) / TASK_FILE)
+
+
+def task_of(run: runs.RunInfo) -> Task:
+    return _task(str(run.path), _mtime(run.path / TASK_FILE))
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the dev set…")
+def _dev(run_dir: str, checkpoint: str, version: int, device: str, seq_len: int, limit: int) -> fd.DevPass:
+    ckpt = cached_checkpoint(checkpoint, device)
+    return fd.dev_pass(vf.require_classifier(ckpt.model), ckpt.tokenizer,
+                       _task(run_dir, _mtime(Path(run_dir) / TASK_FILE)), seq_len, limit)
+
+
+def dev_of(run: runs.RunInfo, cfg: FinetuneConfig) -> fd.DevPass:
+    """The run's latest checkpoint on its dev set (the examples its curves score)."""
+    return _dev(str(run.path), str(run.checkpoint), _mtime(run.checkpoint / "model.safetensors"), device_name(),
+                cfg.seq_len, cfg.eval_examples)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Rebuilding the model the run started from…")
+def _before(run_dir: str, config: str, version: int, device: str) -> fd.DevPass:
+    cfg = FinetuneConfig.from_dict(json.loads(config))
+    task = _task(run_dir, version)
+    model, tokenizer = fd.initial_model(cfg, task, device)
+    return fd.dev_pass(model, tokenizer, task, cfg.seq_len, cfg.eval_examples)
+
+
+# --- The tabs -------------------------------------------------------------------------------------
+def dev_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
+    report = fd.report(dev_of(run, cfg))
+    what = "tagged words" if report.kind == TOKEN else "dev examples"
+    st.markdown(f"The latest checkpoint, **{run.checkpoint.name}**, gets **{report.accuracy:.1%}** of "
+                f"{report.items:,} {what} right" + (f" (in {report.examples:,} dev sentences)" if report.kind == TOKEN
+                                                     else "") + ".")
+    left, right = st.columns([3, 2])
+    chart(figs.confusion_heatmap(report.confusion, list(report.labels), "Confusion matrix"),
+          f"{run.name}-confusion", where=left)
+    right.dataframe(fd.per_label(report), hide_index=True, key="finetune.labels",
+                    column_config={"recall": number("percent"), "precision": number("percent")})
+    right.caption("Rows of the matrix: the true label; columns: the model's answer. The diagonal is right, every "
+                  "other cell a kind of mistake; the colour is the share of the row. Recall: the share of a label's "
+                  "items found; precision: the share of its answers that are right.")
+    st.subheader("The dev examples it still gets wrong")
+    if report.wrong.empty:
+        st.success("None: every dev example is right.")
+        return
+    count = (f"{len(report.wrong):,} of {report.examples:,} dev sentences have a wrong tag" if report.kind == TOKEN
+             else f"{len(report.wrong):,} of {report.examples:,} dev examples are wrong")
+    st.caption(f"{count}; the most confident mistakes first" + (" (the wrong words in [brackets])" if
+                                                                report.kind == TOKEN else "")
+               + ". Seed 002's failure check: are they hard cases, wrong labels, or a pattern it has not learned?")
+    st.dataframe(report.wrong, hide_index=True, height=table_height(report.wrong), key="finetune.wrong",
+                 column_config={"confidence": number("percent")})
+
+
+def try_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
+    task = task_of(run)
+    ckpt = cached_checkpoint(str(run.checkpoint), device_name())
+    if state.get(K.TRY_RUN) != run.name:  # another run: start from its first dev example that fits the model
+        first = vf.first_fitting(task.dev, ckpt.tokenizer, ckpt.config.max_position_embeddings)
+        state.put(K.TEXT, first.text if first else "")
+        state.put(K.TEXT_B, (first.text_b or "") if first else "")
+        state.put(K.TRY_RUN, run.name)
+    pair = task.kind == PAIR
+    cols = st.columns(2) if pair else [st]
+    text = cols[0].text_input("Sentence A" if pair else "Your sentence", key=K.TEXT.name, max_chars=MAX_TRY_CHARS)
+    text_b = cols[1].text_input("Sentence B", key=K.TEXT_B.name, max_chars=MAX_TRY_CHARS) if pair else None
+    if pair and not (text_b or "").strip():
+        st.info("Type sentence B too: this model was fine-tuned on sentence pairs.")
+        return
+    try:
+        if task.kind == TOKEN:
+            table = vf.word_tags(ckpt.model, ckpt.tokenizer, text)
+        else:
+            result = vf.classify(ckpt.model, ckpt.tokenizer, text, text_b)
+    except LabError as exc:
+        st.warning(shown(str(exc)))
+        return
+    if task.kind == TOKEN:
+        st.caption("The tag of each word, read at its first piece as in training; the probability of that tag, "
+                   "then of every tag.")
+        st.dataframe(table, hide_index=True, key="finetune.tags",
+                     column_config={"probability": st.column_config.ProgressColumn(format="percent", min_value=0,
+                                                                                   max_value=1),
+                                    **{label: number("percent") for label in task.labels}})
+        return
+    left, right = st.columns([3, 2])
+    chart(figs.probability_bars(list(result.labels), result.probs, f"Its answer: {result.best()}"),
+          f"{run.name}-try", where=left)
+    right.dataframe(pd.DataFrame({"label": result.labels, "probability": result.probs, "logit": result.logits}),
+                    hide_index=True, key="finetune.probs",
+                    column_config={"probability": number("percent"), "logit": number("%.4f")})
+    right.caption("The classifier reads [CLS] after the last layer, through the pooler (tanh of a linear map), "
+                  "and gives one logit per label; the probabilities are their softmax.")
+
+
+def picture_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
+    after = dev_of(run, cfg)
+    before = _before(str(run.path), json.dumps(cfg.to_dict(), sort_keys=True), _mtime(run.path / TASK_FILE),
+                     device_name())
+    pic = fd.picture(before, after)
+    token = after.kind == TOKEN
+    what = (f"the first {len(pic.labels):,} tagged words of the dev set (each word's vector at its first piece)"
+            if token else f"the {len(pic.labels):,} dev examples (the pooled [CLS] vector of each)")
+    chart(figs.before_after(pic.points, pic.explained, pic.labels, pic.texts, "The dev set as the classifier sees it",
+                            list(after.labels)), f"{run.name}-before-after")
+    start = "the pretrained encoder with a fresh, random classifier" if cfg.checkpoint else "random weights"
+    st.caption(f"Each point is one of {what}, projected to 2-D by PCA (each picture its own axes) and coloured by "
+               f"its true label; hover for the text. Before: the model the run started from ({start}), rebuilt "
+               f"with its seed. After: {run.checkpoint.name}. Fine-tuning moves the vectors so that one linear "
+               "layer can separate the colours."
+               + (" This run is a linear probe: the encoder stays frozen, so both pictures are the same and only "
+                  "the classifier's boundary through them moved." if cfg.freeze_encoder else "")
+               + (" Colours already apart before fine-tuning mean the pretrained [CLS] vector held the answer: NSP "
+                  "trains it on sentence pairs much like these." if cfg.checkpoint and after.kind == PAIR else ""))
+
+
+TABS = {"On the dev set": dev_tab, "Try it": try_tab, "Before and after": picture_tab}
+
+
+def results(run: runs.RunInfo) -> None:
+    """The chosen run's results, once it stopped with a checkpoint; only the open tab computes."""
+    if run.active:
+        st.info("The dev set, Try it and the before/after picture appear when the run finishes or is stopped.")
+        return
+    if run.status not in ("finished", "stopped") or run.checkpoint is None:
+        st.info(f"This run {run.status} without a usable checkpoint: {run.message}")
+        return
+    try:
+        cfg = FinetuneConfig.from_dict(run.config)
+    except (LabError, TypeError) as exc:
+        st.warning(f"This run's settings cannot be read: {exc}")
+        return
+    state.keep_valid(K.TAB, list(TABS))
+    for tab, (name, draw) in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.items()):
+        if tab.open:
+            with tab:
+                try:
+                    draw(run, cfg)
+                except LabError as exc:  # a checkpoint or task.json that no longer reads, a model that is not a classifier
+                    st.warning(shown(str(exc)))
