@@ -27,6 +27,9 @@ RUN_PAGES = [("finetune", "finetune", "finetune")]
 # Close-ups of one section of a page: (file name, page path, the section's subheader). The section
 # runs from its subheader to the last chart on the page, so it must be the page's last section.
 SECTIONS = [("attention_layer", "attention", "After attention: the rest of the layer for this query")]
+# Close-ups of a runs page's overlay, every finished run of the kind picked: (file name, page path, kind,
+# the section's subheader, the multiselect's label). Skipped without two finished runs.
+OVERLAYS = [("finetune_compare", "finetune", "finetune", "Compare runs", "Overlay runs")]
 MAIN = '[data-testid="stMainBlockContainer"]'
 
 
@@ -55,12 +58,36 @@ def main(only: list[str] | None = None) -> None:
             wait_idle(page, 120_000)
             page.screenshot(path=str(DOCS / f"{name}.png"), full_page=True)
             print("wrote", DOCS / f"{name}.png")
+        for name, path, kind, heading, label in OVERLAYS:
+            if only and name not in only:
+                continue
+            finished = [r.name for r in runs.list_runs(kind=kind) if r.status == "finished"]
+            if len(finished) < 2:
+                print(f"skipped {name}: fewer than two finished {kind} runs in {runs.runs_root()}")
+                continue
+            open_page(page, url, path)
+            pick(page, label, finished)
+            section(page, heading, DOCS / f"{name}.png")
+            print("wrote", DOCS / f"{name}.png")
         for name, path, heading in SECTIONS:
             if only and name not in only:
                 continue
             open_page(page, url, path)
             section(page, heading, DOCS / f"{name}.png")
             print("wrote", DOCS / f"{name}.png")
+
+
+def pick(page, label: str, names: list[str]) -> None:
+    """Choose `names` in the multiselect labelled `label` (typing opens the list on the match; Enter picks it)."""
+    box = page.get_by_role("combobox", name=label)
+    for name in names:
+        box.click()
+        box.fill(name)
+        page.get_by_role("option", name=name).first.wait_for(timeout=30_000)
+        box.press("Enter")
+        wait_idle(page)
+    page.keyboard.press("Escape")
+    wait_idle(page, 120_000)
 
 
 def section(page, heading: str, path: Path, pad: int = 16) -> None:

@@ -26,13 +26,13 @@ cols[2].metric("Hidden size", cfg.hidden_size)
 cols[3].metric("Parameters", f"{ckpt.model.num_parameters() / 1e6:.1f} M")
 cols[4].metric("Vocabulary", f"{ckpt.tokenizer.vocab_size:,}")
 facts = [f"reads up to {cfg.max_position_embeddings} tokens",
-         f"heads: {'MLM + NSP' if ckpt.model.has_nsp else 'MLM only' if ckpt.model.has_mlm else 'none (encoder only)'}"]
-card = card_facts(ckpt.card)
-if all(markdown_safe(fact) for fact in card):
-    st.caption(" · ".join(facts + card))
-else:
-    st.caption(" · ".join(facts))
-    st.text(" · ".join(card))
+         f"heads: {ckpt.model.heads}"]
+# A card's facts, and a classifier's labels (from its config.json), are data: any that Streamlit's
+# markdown would change are shown as plain text.
+lines = facts + card_facts(ckpt.card)
+st.caption(" · ".join(line for line in lines if markdown_safe(line)))
+if not all(markdown_safe(line) for line in lines):
+    st.text(" · ".join(line for line in lines if not markdown_safe(line)))
 st.caption(f"Feed-forward activation: {ACTIVATIONS[cfg.hidden_act]}.")
 with st.expander("How big is it next to the BERT family?"):
     active = sizes.Shape(f"active: {name}", cfg.num_hidden_layers, cfg.hidden_size,
@@ -48,10 +48,14 @@ LINKS = [
      "Hide words and see what BERT guesses, with and without the words to the right."),
     ("pages/attention.py", "Attention", ":material/grid_on:",
      "Every head's attention matrix, and the softmax steps for any word, one number at a time."),
-    ("pages/pretrain.py", "Pretrain live", ":material/model_training:",
-     "Train a small BERT in the background and watch its losses fall and its heads form."),
+    ("pages/representations.py", "Representations", ":material/scatter_plot:",
+     "What BERT learned: one word's vector in different sentences, layer by layer, and the logit lens."),
     ("pages/losses.py", "Losses step by step", ":material/functions:",
      "One training example: 15% picked, 80/10/10, MLM and NSP losses, one optimizer step."),
+    ("pages/pretrain.py", "Pretrain live", ":material/model_training:",
+     "Train a small BERT in the background and watch its losses fall and its heads form."),
+    ("pages/finetune.py", "Fine-tune", ":material/tune:",
+     "The other half of BERT: put a classifier on top and see what pretraining buys over random weights."),
     ("pages/worked.py", "Worked examples", ":material/calculate:",
      "The textbook's hand computations as calculators, with the exact values."),
 ]

@@ -284,6 +284,10 @@ def test_card_facts_skip_missing_and_wrongly_typed_keys():
     assert card_facts(["not", "a", "dict"]) == [] and card_facts({}) == []
     assert card_facts({"held_out": {"mlm_top1": 0.7185, "mlm_top5": 0.8415}}) == [
         "held-out masked-word accuracy 72% (top-1), 84% (top-5)"]
+    assert card_facts({"fine_tuned_on": "coherence", "steps": 200, "started": "from x"}) == [
+        "fine-tuned on coherence for 200 steps, from x"]
+    assert card_facts({"fine_tuned_on": "a\n:smile:", "steps": "7", "started": ["x"]}) == [
+        "fine-tuned on a :smile: for ? steps"]
 
 
 @pytest.mark.parametrize("text, safe", [

@@ -183,3 +183,16 @@ def test_a_token_classifier_needs_no_pooler_and_a_pretraining_folder_is_no_class
     model = load_checkpoint(tmp_path / "tok").model
     assert model.level == TOKEN and model.bert.pooler is None
     assert not isinstance(load_checkpoint(tiny_checkpoint).model, BertClassifier)
+
+
+def test_the_card_names_the_heads_a_model_has():
+    cfg = BertConfig(**SHAPE)
+    many = tuple(f"L{i}" for i in range(10))
+    assert BertClassifier(cfg, LABELS, SEQUENCE).heads == ("a sentence classifier on the pooled CLS vector, no MLM "
+                                                           "head (3 labels: negative, neutral, positive)")
+    assert BertClassifier(cfg, many, TOKEN).heads == ("a tag classifier on every token, no MLM head "
+                                                      "(10 labels: L0, L1, L2, L3, L4, L5, L6, L7 and 2 more)")
+    from bertviz_lab.bert.model import BertForPreTraining
+    assert [BertForPreTraining(cfg, **heads).heads for heads in (
+        {}, {"nsp_head": False}, {"mlm_head": False, "nsp_head": False})] == [
+        "MLM + NSP", "MLM only", "none (encoder only)"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 import torch
 from test_runs import wait  # noqa: I001 - the tests folder is on sys.path
@@ -12,14 +14,15 @@ from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import ConfigError
+from bertviz_lab.finetune import loop
 from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import FineTuner, builtin_tokenizer, word_labels
 from bertviz_lab.finetune.tasks import PAIR, TOKEN, Example, Task
-from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain import checkpoints, runs
 
-TINY = dict(task="acceptability", scratch="tiny", layers=1, hidden=32, heads=2, seq_len=32, batch_size=8, steps=6, lr=3e-3, warmup=1,
-            eval_every=2, checkpoint_every=2, device="cpu", threads=1)
+TINY = dict(task="acceptability", scratch="tiny", layers=1, hidden=32, heads=2, seq_len=32, batch_size=8, steps=6,
+            lr=3e-3, warmup=1, eval_every=2, checkpoint_every=2, device="cpu", threads=1)
 TIMING = ("examples_per_s", "elapsed")
 
 
@@ -63,7 +66,8 @@ def test_a_checkpoint_start_copies_the_encoder_and_a_missing_pooler_stays_random
     for key, value in model.bert.state_dict().items():
         torch.testing.assert_close(ours[key], value, rtol=0, atol=0)
     folder, model = pretrained(nsp=False)  # pretrained without NSP: no pooler to copy
-    tuner = FineTuner(FinetuneConfig(task="coherence", checkpoint=str(folder), seq_len=32, device="cpu", threads=1), task=pair_task())
+    cfg = FinetuneConfig(task="coherence", checkpoint=str(folder), seq_len=32, device="cpu", threads=1)
+    tuner = FineTuner(cfg, task=pair_task())
     torch.testing.assert_close(tuner.model.bert.embeddings.word_embeddings.weight,
                                model.bert.embeddings.word_embeddings.weight, rtol=0, atol=0)
     assert tuner.model.bert.pooler is not None and tuner.model.bert.pooler.dense.weight.std() > 0
@@ -131,8 +135,17 @@ def test_a_run_stopped_midway_resumes_to_the_same_weights_and_records(tmp_path):
         if record["kind"] == "train" and record["step"] == 3:
             first.stop_requested = True  # saves step 3 (between the step-2 and step-4 checkpoints)
     assert records[-1]["status"] == "stopped" and records[-1]["step"] == 3
-    second = FineTuner(cfg, run_dir=tmp_path / "split", resume=True)  # the task comes from task.json
+    loads = []
+
+    def counting(path):
+        loads.append(path)
+        return load_checkpoint(path)
+
+    with mock.patch.object(loop, "load_checkpoint", counting), mock.patch.object(checkpoints, "load_checkpoint",
+                                                                                 counting):
+        second = FineTuner(cfg, run_dir=tmp_path / "split", resume=True)  # the task comes from task.json
     assert second.step == 3 and second.task == pair_task()
+    assert [p.name for p in loads] == ["step-000003"]  # the checkpoint it resumes from, read once
     rest = list(second.run())
     assert rest[-1]["status"] == "finished"
     assert comparable(records) + comparable(rest) == expected

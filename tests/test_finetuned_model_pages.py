@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,20 @@ def test_every_page_opens_with_a_fine_tuned_model(classifier, name):
         assert any("MLM" in m.value or "masked" in m.value.lower() for m in [*at.info, *at.warning, *at.error])
     if name == "attention":
         assert at.get("plotly_chart")  # a fine-tuned model's attention is drawn as any other
+
+
+def test_home_names_the_classifier_its_labels_and_what_it_was_tuned_on(classifier, tmp_path):
+    classifier = Path(shutil.copytree(classifier, tmp_path / classifier.name))  # a folder no test loaded yet
+    card = {"trained_by": "bertviz_lab", "fine_tuned_on": "acceptability", "steps": 120,
+            "started": "from scratch (tiny)"}
+    (classifier / "model_card.json").write_text(json.dumps(card))
+    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=120).run()  # Home is the default page
+    at.text_input(key="model.custom").set_value(str(classifier)).run()
+    at.button(key="model.load").click().run()
+    assert not at.exception and not at.sidebar.error, [e.value for e in at.exception]
+    facts = next(c.value for c in at.caption if c.value.startswith("reads up to"))
+    expected = {"sequence": "a sentence classifier on the pooled CLS vector, no MLM head (2 labels: ok, broken)",
+                "token": "a tag classifier on every token, no MLM head (2 labels: O, PLACE)"}[classifier.name]
+    assert f"heads: {expected}" in facts
+    assert "fine-tuned on acceptability for 120 steps, from scratch (tiny)" in facts
+    assert not at.text  # every fact was markdown-safe: nothing fell back to plain text

@@ -268,6 +268,8 @@ def test_try_it_tags_each_word(trained):
     ckpt = load_checkpoint(done["tags"].checkpoint)
     expected = vf.classify(ckpt.model, ckpt.tokenizer, "ali ate an apple in paris .")
     np.testing.assert_allclose(tags["probability"], expected.probs.max(-1)[:7], rtol=1e-5)  # one piece a word
+    for i, label in enumerate(expected.labels):
+        np.testing.assert_allclose(tags[f"p({label})"], expected.probs[:7, i], rtol=1e-5)
 
 
 def test_the_overlay_draws_one_trace_per_chosen_run(trained):

@@ -16,7 +16,7 @@ from bertviz_lab.errors import ConfigError
 from bertviz_lab.pretrain import config
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.data import Batch
-from bertviz_lab.pretrain.loop import BatchLosses, StepTotals, Trainer
+from bertviz_lab.pretrain.loop import BatchLosses, StepTotals, Trainer, warmup_then_decay
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = ("tokens_per_s", "elapsed")
@@ -51,6 +51,13 @@ def test_learning_rate_warms_up_then_decays():
     lrs = [r["lr"] for r in records(Trainer(small(steps=10, warmup=4))) if r["kind"] == "train"]
     assert lrs[:4] == pytest.approx([5e-3 * k / 4 for k in (1, 2, 3, 4)])
     assert lrs[4:] == sorted(lrs[4:], reverse=True) and lrs[-1] < lrs[4]
+
+
+def test_a_warmup_longer_than_the_run_still_reaches_the_peak_at_its_last_step():
+    assert [warmup_then_decay(step, 10, 4) for step in range(5)] == [0.25, 0.5, 0.75, 1.0, 0.0]
+    assert [warmup_then_decay(step, 0, 4) for step in range(5)] == [1.0, 0.75, 0.5, 0.25, 0.0]
+    lrs = [r["lr"] for r in records(Trainer(small(steps=4, warmup=10, eval_every=4))) if r["kind"] == "train"]
+    assert lrs == pytest.approx([5e-3 * k / 4 for k in (1, 2, 3, 4)])
 
 
 def test_same_seed_same_run_and_other_seed_differs():

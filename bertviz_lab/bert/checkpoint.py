@@ -310,6 +310,11 @@ def card_facts(card: object) -> list[str]:
     if corpus:
         count = f"{steps:,}" if _whole(steps) else "?"
         facts.append(f"trained on the {corpus} for {count} steps")
+    task = _plain(card.get("fine_tuned_on"))
+    if task:
+        count = f"{steps:,}" if _whole(steps) else "?"
+        start = _plain(card.get("started"))
+        facts.append(f"fine-tuned on {task} for {count} steps" + (f", {start}" if start else ""))
     held = card.get("held_out")
     held = held if isinstance(held, dict) else {}
     top1, top5, nsp = (_fraction(held.get(k)) for k in ("mlm_top1", "mlm_top5", "nsp_acc"))

@@ -44,6 +44,14 @@ class BertClassifier(BertForPreTraining):
     def architecture(self) -> str:
         return ARCHITECTURES[self.level]
 
+    @property
+    def heads(self) -> str:
+        """What the classifier reads and the labels it chooses from (the first 8), for the model card."""
+        shown = ", ".join(self.labels[:8]) + (f" and {len(self.labels) - 8} more" if len(self.labels) > 8 else "")
+        what = "a sentence classifier on the pooled CLS vector" if self.level == SEQUENCE else \
+            "a tag classifier on every token"
+        return f"{what}, no MLM head ({len(self.labels)} labels: {shown})"
+
     def hf_config(self) -> dict:
         id2label = {str(i): label for i, label in enumerate(self.labels)}
         extra = {"num_labels": len(self.labels), "id2label": id2label,

@@ -232,6 +232,12 @@ class BertForPreTraining(nn.Module):
             return "BertForPreTraining"
         return "BertForMaskedLM" if self.has_mlm else "BertModel"
 
+    @property
+    def heads(self) -> str:
+        """Its heads in a few words, for the model card."""
+        return "MLM + NSP" if self.has_mlm and self.has_nsp else "MLM only" if self.has_mlm else \
+            "NSP only" if self.has_nsp else "none (encoder only)"
+
     def hf_config(self) -> dict:
         """What config.json says of this model (its class and shape), as `transformers` reads it."""
         return self.config.to_hf_dict(self.architecture)

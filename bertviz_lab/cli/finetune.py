@@ -87,8 +87,7 @@ def cmd_finetune(args) -> int:
         if not (run_dir / "run.json").is_file():  # refused before the lock writes anything into the folder
             raise ConfigError(f"{run_dir} is not a run folder that can be resumed")
     else:
-        if (run_dir / "metrics.jsonl").exists():
-            raise ConfigError(f"{run_dir} already holds a run; resume it with --resume, or pick a new folder")
+        process.refuse_used(run_dir)
         cfg = config_of(args)
         resolve_device(cfg.device)  # --device cuda on a machine without one: refused before the folder is made
         runs.check(cfg)

@@ -63,6 +63,7 @@ def cmd_train(args) -> int:
 
     cfg = None
     if not args.resume:
+        process.refuse_used(args.run_dir)
         cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
         resources.check_corpus(cfg)
         resources.check_resources(cfg)

@@ -108,13 +108,6 @@ class FinetuneConfig:
             shape["intermediate_size"] = 4 * self.hidden
         return preset(self.scratch, vocab_size=vocab_size, max_position_embeddings=self.seq_len, **shape)
 
-    def lr_factor(self, step: int) -> float:
-        """Linear warmup to the peak over `warmup` steps, then linear decay to 0 at the last step."""
-        warmup = min(self.warmup, self.steps)  # a short run keeps its warmup within it
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (self.steps - step) / max(1, self.steps - warmup))
-
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -35,7 +35,7 @@ from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.tasks import TOKEN, Example, Task
 from bertviz_lab.pretrain import checkpoints
 from bertviz_lab.pretrain.data import builtin_vocabulary
-from bertviz_lab.pretrain.loop import Loop, param_groups
+from bertviz_lab.pretrain.loop import Loop
 
 EVAL_BATCH = 64
 TASK_FILE = "task.json"  # the run's examples, as it trains on them: resume and the page read them here
@@ -119,8 +119,7 @@ class FineTuner(Loop):
         self.cfg, self.run_dir = cfg, Path(run_dir) if run_dir else None
         self.rank, self.world = 0, 1
         self.device = resolve_device(cfg.device)
-        if self.device.type == "cpu":
-            torch.set_num_threads(cfg.threads or max(1, (os.cpu_count() or 2) - 1))
+        self._use_threads()
         self.stop_requested = False
         saved = self.run_dir / TASK_FILE if self.run_dir else None
         if resume:
@@ -129,13 +128,9 @@ class FineTuner(Loop):
             self.task = task or data.task_of(cfg)
             if saved is not None:
                 data.save_task(self.task, saved)
-        base = None if resume or cfg.scratch else load_checkpoint(cfg.checkpoint)
-        if resume:
-            latest = checkpoints.latest(self.run_dir)
-            if latest is None:
-                raise ConfigError(f"{self.run_dir} has no checkpoint to resume from")
-            self.tokenizer, model_cfg = (lambda c: (c.tokenizer, c.config))(load_checkpoint(latest))
-        elif base is not None:
+        # Where the weights come from: the run's own latest checkpoint (resume), a pretrained one, or none.
+        base = self._latest() if resume else None if cfg.scratch else load_checkpoint(cfg.checkpoint)
+        if base is not None:
             self.tokenizer, model_cfg = base.tokenizer, base.config
         else:
             self.tokenizer = builtin_tokenizer()
@@ -145,20 +140,25 @@ class FineTuner(Loop):
                               f"{model_cfg.max_position_embeddings} positions; lower it")
         torch.manual_seed(cfg.seed)
         self.model = BertClassifier(model_cfg, self.task.labels, self.task.level)
-        if base is not None:
+        if base is not None and not resume:
             self.model.bert.load_state_dict(_encoder_weights(base.model, self.model), strict=True)
         self.model.to(self.device)
         if cfg.freeze_encoder:
             self.model.bert.requires_grad_(False)
-        self.optimizer = torch.optim.AdamW(param_groups(self.model, cfg.weight_decay), lr=cfg.lr,
-                                           betas=(0.9, 0.999), eps=1e-6)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, cfg.lr_factor)
+        self._make_optimizer()
         self.step, self.elapsed = 0, 0.0
         if resume:
-            state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
+            state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler, loaded=base)
             self.step, self.elapsed = state["step"], state["elapsed"]
         self.train_set = encode(self.task, self.task.train, self.tokenizer, cfg.seq_len)
         self.dev_set = self.encode_dev(cfg.eval_examples)
+
+    def _latest(self):
+        """The run's latest checkpoint, loaded once: its tokenizer, shape and (in load_latest) weights."""
+        latest = checkpoints.latest(self.run_dir)
+        if latest is None:
+            raise ConfigError(f"{self.run_dir} has no checkpoint to resume from")
+        return load_checkpoint(latest)
 
     def encode_dev(self, n: int) -> Encoded:
         """The first n dev examples, tokenized as `evaluate` reads them."""
@@ -219,7 +219,8 @@ class FineTuner(Loop):
         return {"kind": "checkpoint", "step": self.step, "path": str(path)}
 
     def card(self) -> dict:
-        return {"trained_by": "bertviz_lab", "fine_tuned_on": self.task.name if self.task.source == "built-in" else self.task.source, "task_kind": self.task.kind,
+        task = self.task.name if self.task.source == "built-in" else self.task.source
+        return {"trained_by": "bertviz_lab", "fine_tuned_on": task, "task_kind": self.task.kind,
                 "started": self.cfg.start, "steps": self.step, "finetune_config": self.cfg.to_dict(),
                 "device": str(self.device), "training_seconds": round(self.elapsed, 1)}
 

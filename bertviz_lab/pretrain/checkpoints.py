@@ -62,12 +62,14 @@ def latest(run_dir) -> Path | None:
     return folder if inside and folder.is_dir() else None
 
 
-def load_latest(run_dir, model, optimizer, scheduler) -> dict:
-    """Restore weights, optimizer, scheduler and RNG from the last checkpoint; returns step and time."""
+def load_latest(run_dir, model, optimizer, scheduler, loaded=None) -> dict:
+    """Restore weights, optimizer, scheduler and RNG from the last checkpoint; returns step and time.
+    loaded: that checkpoint, when the caller has already loaded it (for its tokenizer and shape)."""
     folder = latest(run_dir)
     if folder is None:
         raise CheckpointError(f"{run_dir} has no checkpoint to resume from")
-    loaded = load_checkpoint(folder)
+    if loaded is None or Path(loaded.path).resolve() != folder.resolve():
+        loaded = load_checkpoint(folder)
     model.load_state_dict(loaded.model.state_dict())
     try:
         state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=True)

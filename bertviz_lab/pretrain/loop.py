@@ -133,6 +133,19 @@ class Loop:
     between micro-batches), evaluate and save. The fine-tuning loop (finetune/loop.py) is one.
     """
 
+    def _use_threads(self) -> None:
+        """On the CPU, cfg.threads threads (0: all cores but one, leaving one for the app)."""
+        if self.device.type == "cpu":
+            torch.set_num_threads(self.cfg.threads or max(1, (os.cpu_count() or 2) - 1))
+
+    def _make_optimizer(self) -> None:
+        """BERT's recipe over the model's trainable parameters: AdamW (betas 0.9/0.999, eps 1e-6, no decay on
+        biases and LayerNorm), the rate warmed up linearly over cfg.warmup steps, then decayed linearly to 0."""
+        self.optimizer = torch.optim.AdamW(param_groups(self.model, self.cfg.weight_decay), lr=self.cfg.lr,
+                                           betas=(0.9, 0.999), eps=1e-6)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: warmup_then_decay(step, self.cfg.warmup, self.cfg.steps))
+
     def _should_stop(self) -> bool:
         flag = torch.tensor(float(self.stop_requested), device=self.device)
         if self.world > 1:
@@ -180,8 +193,7 @@ class Trainer(Loop):
         self.device = resolve_device(cfg.device)
         if self.device.type == "cuda" and self.world > 1:  # one GPU per rank, chosen by distributed.session
             self.device = torch.device("cuda", torch.cuda.current_device())
-        if self.device.type == "cpu":
-            torch.set_num_threads(cfg.threads or max(1, (os.cpu_count() or 2) - 1))
+        self._use_threads()
         self.stop_requested = False
         self.corpus = build_corpus(cfg, self.run_dir if self.rank == 0 else None)
         self.tokenizer = self.corpus.tokenizer
@@ -189,9 +201,7 @@ class Trainer(Loop):
         torch.manual_seed(cfg.seed)
         model_cfg = model_config or cfg.model_config(self.tokenizer.vocab_size)
         self.model = BertForPreTraining(model_cfg, nsp_head=cfg.nsp, pooler=cfg.nsp).to(self.device)
-        self.optimizer = torch.optim.AdamW(param_groups(self.model, cfg.weight_decay), lr=cfg.lr,
-                                           betas=(0.9, 0.999), eps=1e-6)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
+        self._make_optimizer()
         self.step, self.elapsed = 0, 0.0
         if resume:
             state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
@@ -201,13 +211,6 @@ class Trainer(Loop):
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.ddp = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
             torch.manual_seed(cfg.seed + 1000 * self.rank)  # each rank its own dropout masks
-
-    def _lr_factor(self, step: int) -> float:
-        """Linear warmup to the peak over `warmup` steps, then linear decay to 0 at the last step."""
-        warmup, total = self.cfg.warmup, self.cfg.steps
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (total - step) / max(1, total - warmup))
 
     def batch(self, step: int, micro: int = 0, stream: int = TRAIN_STREAM) -> Batch:
         source = self.corpus.train if stream == TRAIN_STREAM else self.corpus.held_out
@@ -315,3 +318,12 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
             continue
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def warmup_then_decay(step: int, warmup: int, total: int) -> float:
+    """The learning rate's share of its peak at `step`: linear warmup over `warmup` steps (kept within a
+    run shorter than that), then linear decay to 0 at the last step."""
+    warmup = min(warmup, total)
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))

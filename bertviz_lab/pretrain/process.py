@@ -191,7 +191,7 @@ class RunFiles:
         path = self.run_dir / "metrics.jsonl"
         if keep_until is not None:
             kept = [r for r in read_metrics(self.run_dir)
-                    if r.get("kind") in ("train", "eval") and r.get("step", 0) <= keep_until]
+                    if r.get("kind") in ("train", "eval", "checkpoint") and r.get("step", 0) <= keep_until]
             atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
         self.metrics = open(path, "a", encoding="utf-8")
 
@@ -218,6 +218,13 @@ def _resume_record(run_dir: Path, job: Job) -> tuple[object, float, str]:
             kind, str) else refused
     ok = isinstance(created, (int, float)) and not isinstance(created, bool) and 0 < created < 1e11
     return cfg, float(created) if ok else time.time(), started_by if isinstance(started_by, str) else OWNER
+
+
+def refuse_used(run_dir: str | Path) -> None:
+    """A new run goes into a new folder: one that already holds a run's records would mix two runs.
+    (Under torchrun every rank checks before the process group forms, so before rank 0 writes.)"""
+    if (Path(run_dir) / "metrics.jsonl").exists():
+        raise ConfigError(f"{run_dir} already holds a run; resume it with --resume, or pick a new folder")
 
 
 def execute(run_dir: str | Path, cfg, resume: bool, command: list[str], job: Job = PRETRAIN) -> int:

@@ -18,10 +18,10 @@ from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import classroom, state
 from bertviz_lab.ui import pretrain as shared
 from bertviz_lab.ui.models import shown
-from bertviz_lab.ui.pretrain import BADGE, REFRESH_S, curves_of
+from bertviz_lab.ui.pretrain import REFRESH_S, curves_of
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Finetune as K
-from bertviz_lab.ui.tables import number
+from bertviz_lab.ui.tables import percents, points
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import pretrain as vp
 
@@ -137,7 +137,8 @@ def pick_run(all_runs: list[runs.RunInfo], started: runs.RunInfo | None) -> runs
     remembered = state.get(K.SELECTED)
     newest = next((r for r in all_runs if r.active), all_runs[0])
     state.setdefault(K.RUN, remembered if remembered in names else newest.name)
-    name = st.selectbox("Run", list(names), key=K.RUN.name, format_func=lambda n: f"{n} · {vf.describe(names[n].config)}")
+    name = st.selectbox("Run", list(names), key=K.RUN.name,
+                        format_func=lambda n: f"{n} · {vf.describe(names[n].config)}")
     state.put(K.SELECTED, name)
     return names[name]
 
@@ -154,13 +155,13 @@ def _live(run_dir: str) -> None:
         state.put(K.WATCHING, False)
         st.rerun()  # the whole page: the results, the run table and "Use this model" change too
     curves = curves_of(run.path)
-    status_row(run)
+    shared.status_row(run, K, vf.describe)
     st.progress(min(1.0, run.step / max(run.total_steps, 1)), text=vp.progress_text(run, curves.train))
     held, train = curves.eval, curves.train
     cols = st.columns(3)
     if not held.empty and "dev_acc" in held:
         first, last = held.iloc[0], held.iloc[-1]
-        cols[0].metric("Dev accuracy", f"{last['dev_acc']:.1%}", f"{last['dev_acc'] - first['dev_acc']:+.1%}",
+        cols[0].metric("Dev accuracy", f"{last['dev_acc']:.1%}", points(last["dev_acc"] - first["dev_acc"]),
                        help="On dev examples it never trains on; the change is since the first evaluation (step 0).")
         cols[1].metric("Dev loss", f"{last['dev_loss']:.3f}", f"{last['dev_loss'] - first['dev_loss']:+.3f}",
                        delta_color="inverse")
@@ -177,30 +178,13 @@ def _live(run_dir: str) -> None:
 
 def chart_pair(curves: dict, key: str, train: bool = True) -> None:
     left, right = st.columns(2)
-    left.plotly_chart(figs.loss_curves(curves, train), key=f"{key}.loss", theme=None, config=export_config(f"{key}-loss"))
+    left.plotly_chart(figs.loss_curves(curves, train), key=f"{key}.loss", theme=None,
+                      config=export_config(f"{key}-loss"))
     right.plotly_chart(figs.accuracy_curves(curves, train), key=f"{key}.acc", theme=None,
                        config=export_config(f"{key}-accuracy"))
 
 
-def status_row(run: runs.RunInfo) -> None:
-    color, icon = BADGE.get(run.status, ("gray", None))
-    left, right = st.columns([5, 1], vertical_alignment="center")
-    with left:
-        st.badge(run.status, color=color, icon=icon)
-        st.caption(f"**{run.name}** · {vf.describe(run.config)} · {run.message}")
-    if run.active and vp.can_control(run, classroom.visitor_id()):
-        right.button("Stop", key=K.STOP.name, icon=":material/stop:", on_click=act, args=("stop", str(run.path)),
-                     help="Saves a checkpoint and stops; the run can be resumed later.", width="stretch")
-    elif run.active:
-        right.caption(vp.control_note(run))
-
-
 # --- Stop, resume, delete, use ------------------------------------------------------------------------
-def act(action: str, run_dir: str) -> None:
-    """Stop, Resume or Delete: the Pretrain page's callback on this page's keys."""
-    shared.act(action, run_dir, K)
-
-
 def notice() -> None:
     shared.notice(K)
 
@@ -212,13 +196,13 @@ def run_actions(run: runs.RunInfo) -> None:
 
 
 # --- Compare runs ------------------------------------------------------------------------------------
-RUN_COLUMNS = {"dev accuracy": number("percent"),
-               "started": st.column_config.DatetimeColumn(format="D MMM, HH:mm:ss")}
+RUN_COLUMNS = {"started": st.column_config.DatetimeColumn(format="D MMM, HH:mm:ss")}
 
 
 def compare_runs(all_runs: list[runs.RunInfo]) -> None:
     """The table of every fine-tuning run, and the dev accuracy and train loss of the chosen ones overlaid."""
-    st.dataframe(vf.run_rows(all_runs, curves_of), hide_index=True, column_config=RUN_COLUMNS, key="finetune.table")
+    st.dataframe(percents(vf.run_rows(all_runs, curves_of), "dev accuracy"), hide_index=True, column_config=RUN_COLUMNS,
+                 key="finetune.table")
     paths = {r.name: r.path for r in all_runs}
     state.keep_valid(K.COMPARE, paths)
     chosen = st.multiselect("Overlay runs", list(paths), key=K.COMPARE.name, placeholder="pick two or more runs",

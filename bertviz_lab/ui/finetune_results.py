@@ -24,7 +24,7 @@ from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.models import cached_checkpoint, device_name, shown
 from bertviz_lab.ui.state import Finetune as K
-from bertviz_lab.ui.tables import number, table_height
+from bertviz_lab.ui.tables import number, percents, table_height
 from bertviz_lab.ui.widgets import chart
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import finetune_dev as fd
@@ -79,8 +79,7 @@ def dev_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     left, right = st.columns([3, 2])
     chart(figs.confusion_heatmap(report.confusion, list(report.labels), "Confusion matrix"),
           f"{run.name}-confusion", where=left)
-    right.dataframe(fd.per_label(report), hide_index=True, key="finetune.labels",
-                    column_config={"recall": number("percent"), "precision": number("percent")})
+    right.dataframe(percents(fd.per_label(report), "recall", "precision"), hide_index=True, key="finetune.labels")
     right.caption("Rows of the matrix: the true label; columns: the model's answer. The diagonal is right, every "
                   "other cell a kind of mistake; the colour is the share of the row. Recall: the share of a label's "
                   "items found; precision: the share of its answers that are right.")
@@ -93,8 +92,8 @@ def dev_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     st.caption(f"{count}; the most confident mistakes first" + (" (the wrong words in [brackets])" if
                                                                 report.kind == TOKEN else "")
                + ". Seed 002's failure check: are they hard cases, wrong labels, or a pattern it has not learned?")
-    st.dataframe(report.wrong, hide_index=True, height=table_height(report.wrong), key="finetune.wrong",
-                 column_config={"confidence": number("percent")})
+    st.dataframe(percents(report.wrong, "confidence"), hide_index=True, height=table_height(report.wrong),
+                 key="finetune.wrong")
 
 
 def try_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
@@ -123,17 +122,16 @@ def try_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     if task.kind == TOKEN:
         st.caption("The tag of each word, read at its first piece as in training; the probability of that tag, "
                    "then of every tag.")
-        st.dataframe(table, hide_index=True, key="finetune.tags",
+        st.dataframe(percents(table, *(f"p({label})" for label in task.labels)), hide_index=True, key="finetune.tags",
                      column_config={"probability": st.column_config.ProgressColumn(format="percent", min_value=0,
-                                                                                   max_value=1),
-                                    **{label: number("percent") for label in task.labels}})
+                                                                                   max_value=1)})
         return
     left, right = st.columns([3, 2])
     chart(figs.probability_bars(list(result.labels), result.probs, f"Its answer: {result.best()}"),
           f"{run.name}-try", where=left)
-    right.dataframe(pd.DataFrame({"label": result.labels, "probability": result.probs, "logit": result.logits}),
-                    hide_index=True, key="finetune.probs",
-                    column_config={"probability": number("percent"), "logit": number("%.4f")})
+    right.dataframe(percents(pd.DataFrame({"label": result.labels, "probability": result.probs,
+                                           "logit": result.logits}), "probability"),
+                    hide_index=True, key="finetune.probs", column_config={"logit": number("%.4f")})
     right.caption("The classifier reads [CLS] after the last layer, through the pooler (tanh of a linear map), "
                   "and gives one logit per label; the probabilities are their softmax.")
 

@@ -26,7 +26,7 @@ from bertviz_lab.ui import classroom, state
 from bertviz_lab.ui.models import shown, try_load
 from bertviz_lab.ui.state import Model
 from bertviz_lab.ui.state import Pretrain as K
-from bertviz_lab.ui.tables import number
+from bertviz_lab.ui.tables import number, percents, points
 from bertviz_lab.views import pretrain as vp
 from bertviz_lab.views import probe
 from bertviz_lab.views.predict import candidate_rows
@@ -160,14 +160,17 @@ def _live(run_dir: str) -> None:
     probe_panel(run)
 
 
-def status_row(run: runs.RunInfo) -> None:
+def status_row(run: runs.RunInfo, keys=K, describe=vp.describe) -> None:
+    """The run's status badge, name, settings and last message, and Stop while it trains (for whoever may).
+    keys, describe: the Fine-tune page's session keys and its summary of a fine-tuning run's settings."""
     color, icon = BADGE.get(run.status, ("gray", None))
     left, right = st.columns([5, 1], vertical_alignment="center")
     with left:
         st.badge(run.status, color=color, icon=icon)
-        st.caption(f"**{run.name}** · {vp.describe(run.config)} · {run.message}")
+        st.caption(f"**{run.name}** · {describe(run.config)} · {run.message}")
     if run.active and vp.can_control(run, classroom.visitor_id()):
-        right.button("Stop", key=K.STOP.name, icon=":material/stop:", on_click=act, args=("stop", str(run.path)),
+        right.button("Stop", key=keys.STOP.name, icon=":material/stop:", on_click=act,
+                     args=("stop", str(run.path), keys),
                      help="Saves a checkpoint and stops; the run can be resumed later.", width="stretch")
     elif run.active:
         right.caption(vp.control_note(run))
@@ -180,10 +183,10 @@ def metric_row(curves: figs.Curves, nsp: bool) -> None:
         first, last = held.iloc[0], held.iloc[-1]
         cols[0].metric("Held-out MLM loss", f"{last['mlm_loss']:.3f}", f"{last['mlm_loss'] - first['mlm_loss']:+.3f}",
                        delta_color="inverse", help="Change since the first evaluation (before training).")
-        cols[1].metric("Held-out top-1", f"{last['mlm_top1']:.1%}", f"{last['mlm_top1'] - first['mlm_top1']:+.1%}",
+        cols[1].metric("Held-out top-1", f"{last['mlm_top1']:.1%}", points(last["mlm_top1"] - first["mlm_top1"]),
                        help=f"Masked words guessed right at the first try; top-5: {last['mlm_top5']:.1%}.")
         if nsp and "nsp_acc" in held:
-            cols[2].metric("Held-out NSP acc.", f"{last['nsp_acc']:.1%}", f"{last['nsp_acc'] - first['nsp_acc']:+.1%}")
+            cols[2].metric("Held-out NSP acc.", f"{last['nsp_acc']:.1%}", points(last["nsp_acc"] - first["nsp_acc"]))
         else:
             cols[2].metric("NSP", "off")
     if not train.empty and "tokens_per_s" in train:
@@ -299,13 +302,14 @@ def run_actions(run: runs.RunInfo, keys=K, active_note: str = ACTIVE_NOTE) -> No
 
 
 # --- The table of runs -----------------------------------------------------------------------
-RUN_COLUMNS = {"held-out MLM loss": number("%.3f"), "top-1": number("percent"), "top-5": number("percent"),
-               "NSP acc": number("percent"), "started": st.column_config.DatetimeColumn(format="D MMM, HH:mm:ss")}
+RUN_COLUMNS = {"held-out MLM loss": number("%.3f"),
+               "started": st.column_config.DatetimeColumn(format="D MMM, HH:mm:ss")}
 
 
 def compare_runs(all_runs: list[runs.RunInfo]) -> None:
     """The table of every run and held-out curves of the chosen ones on shared axes."""
-    st.dataframe(vp.run_rows(all_runs, curves_of), hide_index=True, column_config=RUN_COLUMNS, key="pretrain.table")
+    st.dataframe(percents(vp.run_rows(all_runs, curves_of), "top-1", "top-5", "NSP acc"), hide_index=True,
+                 column_config=RUN_COLUMNS, key="pretrain.table")
     paths = {r.name: r.path for r in all_runs}
     state.keep_valid(K.COMPARE, paths)
     chosen = st.multiselect("Overlay runs", list(paths), key=K.COMPARE.name, placeholder="pick two or more runs",

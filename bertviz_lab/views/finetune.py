@@ -82,7 +82,7 @@ def classify(model: BertClassifier, tokenizer: WordPieceTokenizer, text: str, te
 
 def word_tags(model: BertClassifier, tokenizer: WordPieceTokenizer, text: str) -> pd.DataFrame:
     """A token head's answer per word, read (as it was trained) at each word's first piece: columns word,
-    tag, probability (of that tag), then one column per tag with its probability."""
+    tag, probability (of that tag), then p(TAG) for every tag (named so no tag can clash with the others)."""
     result = classify(model, tokenizer, text)
     encoding = inputs.encode(tokenizer, model, text, allow_truncation=False)
     row_of = {position: i for i, position in enumerate(result.rows)}
@@ -96,7 +96,7 @@ def word_tags(model: BertClassifier, tokenizer: WordPieceTokenizer, text: str) -
                                                          if w == word)
         best = int(probs.argmax())
         rows.append({"word": text[start:end], "tag": result.labels[best], "probability": float(probs[best]),
-                     **{label: float(p) for label, p in zip(result.labels, probs)}})
+                     **{f"p({label})": float(p) for label, p in zip(result.labels, probs)}})
     return pd.DataFrame(rows)
 
 
