@@ -14,6 +14,7 @@ from tests.browser.harness import (
     CHART,
     browser_page,
     open_page,
+    pick,
     streamlit_server,
     wait_idle,
 )
@@ -75,19 +76,6 @@ def main(only: list[str] | None = None) -> None:
             open_page(page, url, path)
             section(page, heading, DOCS / f"{name}.png")
             print("wrote", DOCS / f"{name}.png")
-
-
-def pick(page, label: str, names: list[str]) -> None:
-    """Choose `names` in the multiselect labelled `label` (typing opens the list on the match; Enter picks it)."""
-    box = page.get_by_role("combobox", name=label)
-    for name in names:
-        box.click()
-        box.fill(name)
-        page.get_by_role("option", name=name).first.wait_for(timeout=30_000)
-        box.press("Enter")
-        wait_idle(page)
-    page.keyboard.press("Escape")
-    wait_idle(page, 120_000)
 
 
 def section(page, heading: str, path: Path, pad: int = 16) -> None:

@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser.harness import CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, streamlit_server, wait_idle
+from browser.harness import CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, pick, streamlit_server, wait_idle
 
 from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
@@ -76,15 +76,7 @@ def test_the_page_draws_a_finished_run_its_results_and_the_overlay(finished):
         assert page.locator(EXCEPTION).count() == 0
         shoot(page, "finetune_before_after")
 
-        box = page.get_by_role("combobox", name="Overlay runs")  # the multiselect's input
-        for name in ("tiny-coherence", "tiny-probe"):
-            box.click()
-            box.fill(name)  # typing opens the list with the matching run; Enter picks it
-            page.get_by_role("option", name=name).wait_for(timeout=30_000)
-            box.press("Enter")
-            wait_idle(page)
-        page.keyboard.press("Escape")
-        wait_idle(page)
+        pick(page, "Overlay runs", ["tiny-coherence", "tiny-probe"])
         overlay = page.locator('.js-plotly-plot').filter(has_text="Dev accuracy")
         overlay.first.wait_for(timeout=30_000)
         assert overlay.first.locator(".scatterlayer .trace").count() == 2

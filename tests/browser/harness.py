@@ -67,3 +67,16 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
 def open_page(page, url: str, path: str = "") -> None:
     page.goto(f"{url}/{path}")
     wait_idle(page)
+
+
+def pick(page, label: str, names: list[str]) -> None:
+    """Choose `names` in the multiselect labelled `label` (typing opens the list on the match; Enter picks it)."""
+    box = page.get_by_role("combobox", name=label)  # the multiselect's input
+    for name in names:
+        box.click()
+        box.fill(name)
+        page.get_by_role("option", name=name).first.wait_for(timeout=30_000)
+        box.press("Enter")
+        wait_idle(page)
+    page.keyboard.press("Escape")
+    wait_idle(page, 120_000)
