@@ -20,6 +20,7 @@ PAGES = [
     st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
     st.Page("pages/representations.py", title="Representations", icon=":material/scatter_plot:"),
     st.Page("pages/pretrain.py", title="Pretrain live", icon=":material/model_training:"),
+    st.Page("pages/timelapse.py", title="Time-lapse", icon=":material/slow_motion_video:"),
     st.Page("pages/finetune.py", title="Fine-tune", icon=":material/tune:"),
     st.Page("pages/losses.py", title="Losses step by step", icon=":material/functions:"),
     st.Page("pages/worked.py", title="Worked examples", icon=":material/calculate:"),

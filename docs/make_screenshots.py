@@ -2,12 +2,19 @@
 
     .venv/bin/python -m docs.make_screenshots                          (from the repository root)
     .venv/bin/python -m docs.make_screenshots attention attention_layer   (only these pictures)
+
+`timelapse.gif` is the Time-lapse page's first row (every head's attention on "the cat sat on the mat .",
+the guesses at [MASK] and the loss) at each step of the shipped model's history, one picture per frame.
 """
 
 from __future__ import annotations
 
+import io
+import re
 import sys
 from pathlib import Path
+
+from PIL import Image
 
 from bertviz_lab.pretrain import runs
 from tests.browser.harness import (
@@ -21,7 +28,7 @@ from tests.browser.harness import (
 
 DOCS = Path(__file__).resolve().parent
 PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("representations", "representations"),
-         ("losses", "losses"), ("worked", "worked")]
+         ("timelapse", "timelapse"), ("losses", "losses"), ("worked", "worked")]
 # Pages that show runs, from the runs folder ($BERTVIZ_RUNS or runs/): (file name, page path, the run kind);
 # skipped when that folder has no finished run of that kind (start one on the page first).
 RUN_PAGES = [("finetune", "finetune", "finetune")]
@@ -76,6 +83,36 @@ def main(only: list[str] | None = None) -> None:
             open_page(page, url, path)
             section(page, heading, DOCS / f"{name}.png")
             print("wrote", DOCS / f"{name}.png")
+        if not only or "timelapse_gif" in only:
+            heads_forming(page, url, DOCS / "timelapse.gif")
+            print("wrote", DOCS / "timelapse.gif")
+
+
+def heads_forming(page, url: str, path: Path, width: int = 960, ms: int = 900) -> None:
+    """One picture per frame of the shipped history, from the Frame caption to the bottom of the first row."""
+    open_page(page, url, "timelapse")
+    thumb = page.get_by_role("slider")
+    caption = page.get_by_text(re.compile(r"^Frame \d+ of \d+")).first
+    frames = int(re.match(r"Frame \d+ of (\d+)", caption.inner_text()).group(1))
+    thumb.focus()
+    page.keyboard.press("Home")
+    wait_idle(page)
+    pictures = []
+    for n in range(frames):
+        page.get_by_text(f"Frame {n + 1} of {frames}").wait_for()
+        wait_idle(page)
+        top = caption.bounding_box()
+        charts = page.locator('[data-testid="stPlotlyChart"]')
+        bottom = max(charts.nth(i).bounding_box()["y"] + charts.nth(i).bounding_box()["height"] for i in range(3))
+        main = page.locator(MAIN).bounding_box()
+        clip = dict(x=main["x"], y=top["y"] - 8, width=main["width"], height=bottom - top["y"] + 16)
+        picture = Image.open(io.BytesIO(page.screenshot(clip=clip))).convert("RGB")
+        pictures.append(picture.resize((width, round(picture.height * width / picture.width)), Image.LANCZOS))
+        thumb.focus()
+        page.keyboard.press("ArrowRight")
+    palette = [p.quantize(colors=128, method=Image.Quantize.MEDIANCUT) for p in pictures]
+    palette[0].save(path, save_all=True, append_images=palette[1:], loop=0, optimize=True,
+                    duration=[ms] * (len(palette) - 1) + [ms * 3])
 
 
 def section(page, heading: str, path: Path, pad: int = 16) -> None:

@@ -54,6 +54,8 @@ LINKS = [
      "One training example: 15% picked, 80/10/10, MLM and NSP losses, one optimizer step."),
     ("pages/pretrain.py", "Pretrain live", ":material/model_training:",
      "Train a small BERT in the background and watch its losses fall and its heads form."),
+    ("pages/timelapse.py", "Time-lapse", ":material/slow_motion_video:",
+     "Play back how a BERT learned: its guesses, its heads taking on roles, its words sorting themselves."),
     ("pages/finetune.py", "Fine-tune", ":material/tune:",
      "The other half of BERT: put a classifier on top and see what pretraining buys over random weights."),
     ("pages/worked.py", "Worked examples", ":material/calculate:",

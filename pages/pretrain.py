@@ -12,6 +12,7 @@ import streamlit as st
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import pretrain as ui
 from bertviz_lab.ui.router import ensure_router
+from bertviz_lab.ui.timelapse import open_button
 
 ensure_router()
 st.title("Pretrain live")
@@ -36,6 +37,7 @@ st.header("Live")
 run = ui.pick_run(all_runs, started)
 ui.live_panel(run)
 ui.run_actions(run)
+open_button(run.name)
 
 st.header("All runs")
 st.caption("Runs are folders under the runs directory, so every tab and every visitor sees them. Overlay "

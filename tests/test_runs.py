@@ -103,8 +103,9 @@ def test_run_json_records_random_tokens_and_an_old_run_json_resumes_as_wordpiece
     assert done.returncode == 0, done.stderr[-2000:]
     assert runs.read(old).status == "finished"
     assert comparable(old) == comparable(tmp_path / "new")  # steps 3 and 4 again, with word pieces
-    # A resume keeps the history of checkpoints up to where it starts again: steps 0 and 2, then 4 anew.
-    assert [r["step"] for r in runs.read_metrics(old, kind="checkpoint")] == [0, 2, 4]
+    # A resume keeps the history of checkpoints up to where it starts again: 0, 1 and 2 (the 1-2-5 series and
+    # every 2nd step), then 4 anew.
+    assert [r["step"] for r in runs.read_metrics(old, kind="checkpoint")] == [0, 1, 2, 4]
 
     again = train("--run-dir", str(tmp_path / "new"), *flags)  # a new run into a used folder would mix two runs
     assert again.returncode == 2 and again.stderr == (f"error: {tmp_path / 'new'} already holds a run; resume it "

@@ -106,8 +106,9 @@ def test_step_totals_count_micro_batches_and_round_trip_through_one_tensor():
 def test_mlm_only_run_has_no_nsp_head(tmp_path):
     trainer = Trainer(small(steps=3, nsp=False), tmp_path)
     result = list(trainer.run())
-    assert "nsp_loss" not in result[2] and result[-1]["status"] == "finished"
-    ckpt = load_checkpoint(result[-2]["path"])
+    train = [r for r in result if r["kind"] == "train"]
+    assert train and "nsp_loss" not in train[0] and result[-1]["status"] == "finished"
+    ckpt = load_checkpoint([r for r in result if r["kind"] == "checkpoint"][-1]["path"])
     assert ckpt.model.has_mlm and not ckpt.model.has_nsp
 
 

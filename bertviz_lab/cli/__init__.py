@@ -3,6 +3,8 @@
 predict     top-k guesses for each [MASK] of a sentence (or a pair), as a table or JSON
 similarity  one word's vectors in several sentences: their cosine matrix at every layer
 lens        the logit lens: the MLM head's top-k at each [MASK] after every layer
+heads       each head's role scores (previous, next, self, [CLS], [SEP]; on the probe set also
+            determiner -> noun, verb -> subject, pronoun -> referent), as tables or JSON
 info        a checkpoint's shape and model card
 classify    a fine-tuned checkpoint on a sentence (or a pair): each label's probability, or each token's tag
 train       pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
@@ -12,7 +14,7 @@ publish     evaluate a run's last checkpoint and copy it, with a model card, to 
 runs        list, stop, resume or delete the pretraining and fine-tuning runs under $BERTVIZ_RUNS
             (default runs/): the functions the Pretrain and Fine-tune pages' buttons call
 
-explore.py holds predict, similarity, lens and info; finetune.py finetune and classify; training.py
+explore.py holds predict, similarity, lens, heads and info; finetune.py finetune and classify; training.py
 train, publish and runs. They sit on views/, finetune/ and pretrain/ and import them lazily, so
 `--help` is instant. User mistakes print one line on stderr and exit with status 2; nothing a user
 types should produce a traceback.
@@ -36,7 +38,7 @@ COMMANDS = {**explore.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bertviz_lab", description="Watch BERT work.")
     sub = parser.add_subparsers(dest="command", required=True)
-    explore.add_parsers(sub)  # predict, similarity, lens, info
+    explore.add_parsers(sub)  # predict, similarity, lens, heads, info
     finetune.add_classify_parser(sub)
     training.add_train_parser(sub)
     finetune.add_finetune_parser(sub)

@@ -1,4 +1,4 @@
-"""The commands that look inside a checkpoint: predict, similarity, lens and info."""
+"""The commands that look inside a checkpoint: predict, similarity, lens, heads and info."""
 
 from __future__ import annotations
 
@@ -22,7 +22,11 @@ def add_parsers(sub) -> None:
     lens = sub.add_parser("lens", help="the MLM head's top-k at each [MASK] after every layer (logit lens)")
     lens.add_argument("--top-k", type=int, default=5, help="1 to the vocabulary size (default: 5)")
     lens.add_argument("text", help='sentence with [MASK], e.g. "the cat sat on the [MASK] ."')
-    for command in (similarity, lens):
+    heads = sub.add_parser("heads", help="each head's role scores: attention to the previous, next, same token, "
+                                         "[CLS], [SEP], and along grammatical links")
+    heads.add_argument("sentences", nargs="*", help="sentences to score (default: the built-in probe set, "
+                                                    "which also scores determiner, subject and pronoun links)")
+    for command in (similarity, lens, heads):
         command.add_argument("--checkpoint", required=True, help="model folder (Hugging Face layout)")
         command.add_argument("--json", action="store_true", help="print JSON instead of a table")
         command.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -102,6 +106,30 @@ def cmd_lens(args) -> int:
     return 0
 
 
+def cmd_heads(args) -> int:
+    """Every head's role scores (pretrain/heads.py has the definitions); a table per role, or JSON."""
+    from bertviz_lab.pretrain.heads import ROLE_NAMES, head_roles
+
+    blank = [n for n, text in enumerate(args.sentences, 1) if not text.strip()]
+    if blank:
+        raise InputError(f"sentence {blank[0]} is empty")
+    ckpt = load(args)
+    roles = head_roles(ckpt.model, ckpt.tokenizer, args.sentences or None)
+    if args.json:
+        print(json.dumps(roles.to_json(), indent=2, ensure_ascii=False))
+        return 0
+    print(f"{len(roles.sentences)} sentence{'s' * (len(roles.sentences) != 1)}"
+          f"{' (the probe set)' if not args.sentences else ''}: mean attention weight of the word tokens, "
+          f"{roles.layers} layers x {roles.heads} heads")
+    for role, scores in roles.scores.items():
+        layer, head, best = roles.strongest(role)
+        print(f"\n{role}: to {ROLE_NAMES[role]} (strongest: layer {layer} head {head}, {best:.2f})")
+        print("         " + "".join(f"{f'head {h}':>8}" for h in range(roles.heads)))
+        for layer, row in enumerate(scores):
+            print(f"layer {layer:<3}" + "".join(f"{value:8.3f}" for value in row))
+    return 0
+
+
 def model_card(ckpt) -> dict:
     cfg, model = ckpt.config, ckpt.model
     return {
@@ -133,4 +161,5 @@ def cmd_info(args) -> int:
     return 0
 
 
-COMMANDS = {"predict": cmd_predict, "similarity": cmd_similarity, "lens": cmd_lens, "info": cmd_info}
+COMMANDS = {"predict": cmd_predict, "similarity": cmd_similarity, "lens": cmd_lens, "heads": cmd_heads,
+            "info": cmd_info}

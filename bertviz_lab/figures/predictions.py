@@ -37,7 +37,9 @@ def prediction_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -
         # Category axis: tokens such as "1" or "." must stay labels, in the table's order.
         yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=16)),
         # Room on the right for the label of a short top bar; a long one carries its label inside.
-        xaxis=dict(title=dict(text="probability"), tickformat=".0%", range=[0, min(1.0, top * 1.3) or 1.0]))
+        # Percent ticks; below 10% with decimals, so an untrained model's 0.05% bars do not read "0%, 0%, 0%".
+        xaxis=dict(title=dict(text="probability"), tickformat=".0%" if top >= 0.1 else ".2~%",
+                   range=[0, min(1.0, top * 1.3) or 1.0]))
     return go.Figure(bar, layout=house(layout, title, 90 + 34 * len(tokens)))
 
 

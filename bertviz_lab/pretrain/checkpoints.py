@@ -7,6 +7,13 @@ A step folder is written under a temporary name and renamed into place when
 complete; only then does the pointer move. A crash or kill at any moment leaves
 the previous checkpoint intact and pointed to. trainer_state.pt (optimizer,
 scheduler, RNG) is read back with `torch.load(weights_only=True)`.
+
+Which folders stay: the newest two (a resume uses the newest), and the steps of the
+1-2-5 series (0, 1, 2, 5, 10, 20, 50, 100, ...), for looking back at how the model
+learned. A series folder that is no longer among the newest two keeps its weights and
+drops trainer_state.pt (the optimizer's moments, twice the weights' size), and the
+series folders together stay under SERIES_CAP_BYTES: once a run's series would pass it,
+later series steps are not kept (the early ones, where most changes, stay).
 """
 
 from __future__ import annotations
@@ -24,6 +31,22 @@ from bertviz_lab.errors import CheckpointError, LabError
 POINTER = "checkpoint.json"
 STATE_FILE = "trainer_state.pt"
 KEEP = 2  # step folders kept: the newest and one before it
+SERIES_CAP_BYTES = 256 * 2**20  # per run, for the 1-2-5 series folders beyond the newest two
+
+
+def on_series(step: int) -> bool:
+    """True for 0 and the 1-2-5 series: 1, 2, 5, 10, 20, 50, 100, ..."""
+    if step < 0:
+        return False
+    while step >= 10 and step % 10 == 0:
+        step //= 10
+    return step in (0, 1, 2, 5)
+
+
+def series(total: int) -> list[int]:
+    """The series steps of a run of `total` steps (its last step is saved too, though it may not be one)."""
+    steps = [0] + [d * 10**k for k in range(len(str(total))) for d in (1, 2, 5)]
+    return sorted(s for s in steps if s <= total)
 
 
 def save(run_dir, model, tokenizer, optimizer, scheduler, *, step: int, elapsed: float, card: dict) -> Path:
@@ -44,11 +67,38 @@ def save(run_dir, model, tokenizer, optimizer, scheduler, *, step: int, elapsed:
     return folder
 
 
+def step_of(folder: Path) -> int | None:
+    """The step of a folder named step-000100, or None."""
+    name = Path(folder).name
+    digits = name[5:] if name.startswith("step-") else ""
+    return int(digits) if digits.isdigit() else None
+
+
+def _size(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+
+
 def _prune(checkpoints: Path, keep: str) -> None:
-    folders = sorted(p for p in checkpoints.glob("step-*") if p.is_dir())
-    for old in folders[:-KEEP]:
-        if old.name != keep:
-            shutil.rmtree(old, ignore_errors=True)
+    """Keep the newest KEEP folders and the series folders that fit the cap; series folders lose
+    their trainer state once they are no longer among the newest."""
+    folders = sorted(p for p in checkpoints.glob("step-*") if p.is_dir() and step_of(p) is not None)
+    newest = {p.name for p in folders[-KEEP:]} | {keep}
+    used = 0
+    for folder in folders:
+        if folder.name in newest:
+            continue
+        if on_series(step_of(folder)):
+            (folder / STATE_FILE).unlink(missing_ok=True)
+            used += _size(folder)
+            if used <= SERIES_CAP_BYTES:
+                continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def kept(run_dir) -> list[tuple[int, Path]]:
+    """The run's checkpoint folders, (step, folder) in step order."""
+    folders = (p for p in (Path(run_dir) / "checkpoints").glob("step-*") if p.is_dir())
+    return sorted((step_of(p), p) for p in folders if step_of(p) is not None)
 
 
 def latest(run_dir) -> Path | None:

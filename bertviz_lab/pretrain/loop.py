@@ -4,7 +4,8 @@
 app starts in the background), `publish.py`, the benchmarks and the tests all
 drive this one loop and receive the same records. The losses are those of
 `bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as
-`EvalTotals`. With a run folder it also writes checkpoints (see `checkpoints.py`);
+`EvalTotals`. With a run folder it also writes checkpoints (see `checkpoints.py`), each
+with a snapshot of the probe set (`snapshots.py`, a record of kind "snapshot");
 a NaN or inf loss (or one far above chance) stops the run as "diverged" without
 overwriting the last good checkpoint. Under `torchrun` it trains with
 DistributedDataParallel: each rank draws its own batches, rank 0 evaluates and writes.
@@ -27,7 +28,7 @@ from bertviz_lab.bert.device import resolve_device
 from bertviz_lab.bert.losses import IGNORE_INDEX, mlm_cross_entropy, nsp_cross_entropy
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.precision import autocast_dtype
-from bertviz_lab.pretrain import checkpoints
+from bertviz_lab.pretrain import checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.corpus_setup import build_corpus
 from bertviz_lab.pretrain.data import Batch, make_batch
@@ -152,17 +153,32 @@ class Loop:
             dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         return bool(flag)
 
+    def snapshot(self) -> dict | None:
+        """A record of what the model makes of the probe set now (see snapshots.py); None: not kept."""
+        return None
+
+    def _save(self) -> Iterator[dict]:
+        yield self.save()
+        record = self.snapshot()
+        if record is not None:
+            yield record
+
+    def _checkpoint_due(self) -> bool:
+        """Every checkpoint_every steps, the last step, and the 1-2-5 series (0, 1, 2, 5, 10, 20, ...)."""
+        return (self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps
+                or checkpoints.on_series(self.step))
+
     def run(self) -> Iterator[dict]:
         """Train to the last step, yielding records; the last one has kind "end" and the status."""
         writer = self.run_dir is not None and self.rank == 0
         if writer and self.step == 0:
-            yield self.save()  # a loadable checkpoint exists from the start, whatever happens next
+            yield from self._save()  # a loadable checkpoint exists from the start, whatever happens next
         if self.rank == 0 and self.step == 0:
             yield self.evaluate()
         while self.step < self.cfg.steps:
             if self._should_stop():
                 if writer:
-                    yield self.save()
+                    yield from self._save()
                 yield {"kind": "end", "status": "stopped", "step": self.step,
                        "message": f"stopped at step {self.step} of {self.cfg.steps}"}
                 return
@@ -178,8 +194,8 @@ class Loop:
                 return
             if self.rank == 0 and (self.step % self.cfg.eval_every == 0 or self.step == self.cfg.steps):
                 yield self.evaluate()
-            if writer and (self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps):
-                yield self.save()
+            if writer and self._checkpoint_due():
+                yield from self._save()
         yield {"kind": "end", "status": "finished", "step": self.step,
                "message": f"finished {self.step} steps in {self.elapsed:.0f} s"}
 
@@ -295,6 +311,9 @@ class Trainer(Loop):
         path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
                              step=self.step, elapsed=self.elapsed, card=self.card())
         return {"kind": "checkpoint", "step": self.step, "path": str(path)}
+
+    def snapshot(self) -> dict | None:
+        return snapshots.take(self.model, self.tokenizer, self.step)
 
     def card(self) -> dict:
         return {"trained_by": "bertviz_lab", "corpus": self.corpus.description, "steps": self.step,

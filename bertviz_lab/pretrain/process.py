@@ -4,6 +4,7 @@ it the folder's one trainer, how another process tells it from a reused pid, and
     RUN/run.json           the training config, the command's arguments (after `python -m bertviz_lab`)
                            and who started the run
     RUN/metrics.jsonl      one JSON record per line, flushed as it comes
+    RUN/snapshots.jsonl    the probe set at each checkpoint step (see pretrain/snapshots.py)
     RUN/status.json        running / finished / stopped / diverged / failed, with a message, the pid and
                            that process's start time (atomic)
     RUN/.lock              held by the trainer from before it writes anything until it exits
@@ -35,6 +36,7 @@ import torch.distributed as dist
 
 from bertviz_lab import atomic, files
 from bertviz_lab.errors import ConfigError, LabError
+from bertviz_lab.pretrain import snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
 
@@ -173,7 +175,7 @@ def tune_allocator() -> bool:
 class RunFiles:
     def __init__(self, run_dir: Path, cfg, created: float, started_by: str):
         self.run_dir, self.cfg, self.created = run_dir, cfg, created
-        self.metrics = None
+        self.metrics = self.snapshots = None
         self.last_status = 0.0
         # facts that stay in every later status (the device); who we are, for `verified`
         self.sticky: dict = {"pid_started": start_time(os.getpid()), "started_by": started_by}
@@ -187,17 +189,20 @@ class RunFiles:
         self.last_status = time.time()
 
     def open_metrics(self, keep_until: int | None) -> None:
-        """Append to metrics.jsonl; on resume first drop records past the checkpoint's step."""
+        """Append to metrics.jsonl and snapshots.jsonl; on resume first drop records past the checkpoint's step."""
         path = self.run_dir / "metrics.jsonl"
         if keep_until is not None:
             kept = [r for r in read_metrics(self.run_dir)
                     if r.get("kind") in ("train", "eval", "checkpoint") and r.get("step", 0) <= keep_until]
             atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
+            snapshots.keep_until(self.run_dir / snapshots.FILE, keep_until)
         self.metrics = open(path, "a", encoding="utf-8")
+        self.snapshots = open(self.run_dir / snapshots.FILE, "a", encoding="utf-8")
 
     def record(self, record: dict) -> None:
-        self.metrics.write(json.dumps(record) + "\n")
-        self.metrics.flush()
+        out = self.snapshots if record.get("kind") == "snapshot" else self.metrics
+        out.write(json.dumps(record) + "\n")
+        out.flush()
 
 
 def _resume_record(run_dir: Path, job: Job) -> tuple[object, float, str]:
@@ -303,6 +308,8 @@ def _loop(trainer, files: RunFiles | None) -> int:
             files.status(record["status"], record["message"], record["step"])
             return 0 if record["status"] in ("finished", "stopped") else 1
         files.record(record)
+        if record["kind"] == "snapshot":
+            continue
         if record["kind"] != "train" or time.time() - files.last_status > STATUS_EVERY_S:
             files.status("running", f"step {trainer.step} of {trainer.cfg.steps}", trainer.step,
                          device=str(trainer.device), tokens_per_s=record.get("tokens_per_s"))

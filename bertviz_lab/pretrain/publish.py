@@ -5,7 +5,9 @@
 Evaluates on the run's held-out split (more batches than during training), then
 writes the Hugging Face files plus model_card.json (config, corpus, steps, time,
 hardware, held-out MLM top-1/top-5 and NSP accuracy) into a temporary folder
-that replaces the target in one rename.
+that replaces the target in one rename. The run's history comes along in history/:
+its snapshots (every one) and its curves (held-out records all, train records every
+TRAIN_EVERY steps), so the Time-lapse page plays how the model learned without its checkpoints.
 """
 
 from __future__ import annotations
@@ -18,10 +20,28 @@ from pathlib import Path
 
 import torch
 
+from bertviz_lab import atomic
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.errors import CheckpointError
+from bertviz_lab.pretrain import snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
+from bertviz_lab.pretrain.process import read_metrics
+
+HISTORY = "history"
+TRAIN_EVERY = 5  # train records kept in the history: one step in five (the curve looks the same)
+
+
+def copy_history(run_dir: Path, folder: Path) -> None:
+    """The run's snapshots and thinned curves into folder/history/ (nothing when the run has neither)."""
+    frames = snapshots.read(run_dir / snapshots.FILE)
+    curves = [r for r in read_metrics(run_dir) if r.get("kind") == "eval"
+              or (r.get("kind") == "train" and r["step"] % TRAIN_EVERY == 0)]
+    if not frames and not curves:
+        return
+    (folder / HISTORY).mkdir(parents=True, exist_ok=True)
+    atomic.write_text(folder / HISTORY / snapshots.FILE, "".join(json.dumps(r) + "\n" for r in frames))
+    atomic.write_text(folder / HISTORY / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in curves))
 
 
 def cpu_name() -> str:
@@ -66,6 +86,7 @@ def publish(run_dir, target, eval_batches: int = 32) -> dict:
     tmp = target.with_name(f".{target.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     save_checkpoint(trainer.model, trainer.tokenizer, tmp, card=card)
+    copy_history(run_dir, tmp)
     old = target.with_name(f".{target.name}.old")
     if target.exists():
         os.replace(target, old)

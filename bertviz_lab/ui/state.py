@@ -235,6 +235,21 @@ class Finetune:
     TEXT_B = Key("finetune.text_b")
     TRY_RUN = Key("finetune.try_run")  # the run whose example filled TEXT
 
+class TimeLapse:
+    SOURCE = Key("lapse.source", None, one_of)  # the history shown: a shipped model's name, or "run NAME"
+    OPEN = Key("lapse.open")  # the Pretrain page's button that opens this page on its run
+    PROBE = Key("lapse.probe", None, one_of)  # one of the probe sentences
+    VIEW = Key("lapse.view", "All heads")  # or "One head"
+    LAYER = Key("lapse.layer", 0, one_of)
+    HEAD = Key("lapse.head", 0, one_of)
+    ROLE = Key("lapse.role", "previous", one_of)  # the role whose scores are drawn over the steps
+    STEP = Key("lapse.step")  # the frame shown (a step); the player moves it while PLAYING
+    PLAYING = Key("lapse.playing", False)
+    PLAY = Key("lapse.play")
+    FROM = Key("lapse.from", None, one_of)  # the two steps compared
+    TO = Key("lapse.to", None, one_of)
+
+
 class Representations:
     TAB = Key("repr.tab", None, one_of)  # the open tab (its label); None: the first
     SET = Key("repr.set", "bank", one_of)  # a built-in sense set, or OWN

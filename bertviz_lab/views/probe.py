@@ -84,21 +84,14 @@ def latest_checkpoint(run_dir) -> tuple[Checkpoint | None, str]:
     return None, "The newest checkpoint is being written; it will show in a moment."
 
 
-def step_of(folder: Path) -> int | None:
-    try:
-        return int(Path(folder).name.split("-")[-1])
-    except ValueError:
-        return None
-
-
 def probe_checkpoint(ckpt: Checkpoint, text: str, top_k: int = 5) -> Probe:
     """Predictions for every [MASK] and all attention weights of `text` under `ckpt`."""
     try:
         encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text)
     except InputError as exc:
-        return Probe(message=str(exc), checkpoint=ckpt.path, step=step_of(ckpt.path))
+        return Probe(message=str(exc), checkpoint=ckpt.path, step=checkpoints.step_of(ckpt.path))
     if len(encoding.ids) <= 2:
-        return Probe(message="Type a probe sentence.", checkpoint=ckpt.path, step=step_of(ckpt.path))
+        return Probe(message="Type a probe sentence.", checkpoint=ckpt.path, step=checkpoints.step_of(ckpt.path))
     attention = inputs.attention_matrices(inputs.run(ckpt.model, encoding, trace=True))
     message, predictions = "", []
     try:
@@ -108,7 +101,7 @@ def probe_checkpoint(ckpt: Checkpoint, text: str, top_k: int = 5) -> Probe:
         message = "The sentence has no [MASK]: write [MASK] where the model should guess a word."
     except InputError as exc:
         message = str(exc)
-    return Probe(message, ckpt.path, step_of(ckpt.path), list(encoding.tokens), predictions, attention)
+    return Probe(message, ckpt.path, checkpoints.step_of(ckpt.path), list(encoding.tokens), predictions, attention)
 
 
 def probe_run(run_dir, text: str = DEFAULT_SENTENCE, top_k: int = 5) -> Probe:

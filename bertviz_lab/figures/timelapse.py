@@ -1,0 +1,72 @@
+"""Time-lapse charts: role scores over the steps, word positions at one step, the loss with the step marked.
+
+Input is plain data (numpy arrays and lists from views/timelapse.py). Frames are drawn at
+equal spacing, labelled with their step: the 1-2-5 series is already close to a log scale.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from bertviz_lab.figures import house
+from bertviz_lab.figures.training import RUN_COLORS
+
+GROUP_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#c2383a", "#8d5ab8", "#6b6b6b")
+SHOWN_HEADS = 8  # heads drawn in colour on the role chart (the ones that play the role most); the rest grey
+MARK = "#c2383a"  # the current step, on every chart
+
+
+def _frame_axis(steps: list[int]) -> dict:
+    return dict(title=dict(text="step"), tickmode="array", tickvals=list(range(len(steps))),
+                ticktext=[f"{s:,}" for s in steps], range=[-0.3, len(steps) - 0.7])
+
+
+def role_lines(steps: list[int], series: np.ndarray, role: str, current: int, title: str) -> go.Figure:
+    """series (S, L, H): one line per head; the SHOWN_HEADS with the highest peak in colour."""
+    S, L, H = series.shape
+    peak = np.nan_to_num(series, nan=0.0).max(0)  # (L, H)
+    order = np.argsort(-peak, axis=None)
+    shown = {tuple(np.unravel_index(i, (L, H))) for i in order[:SHOWN_HEADS]}
+    traces = []
+    for layer in range(L):
+        for head in range(H):
+            on = (layer, head) in shown
+            rank = [tuple(np.unravel_index(i, (L, H))) for i in order].index((layer, head))
+            traces.append(go.Scatter(
+                x=list(range(S)), y=series[:, layer, head], mode="lines+markers" if on else "lines",
+                name=f"L{layer} H{head}", showlegend=on, legendrank=rank,
+                line=dict(color=RUN_COLORS[rank % len(RUN_COLORS)] if on else "#cfcfcf", width=2.5 if on else 1),
+                customdata=steps,
+                hovertemplate=f"L{layer} H{head}, step %{{customdata:,}}: %{{y:.3f}}<extra></extra>"))
+    traces.sort(key=lambda t: t.showlegend)  # grey lines underneath
+    layout = dict(xaxis=_frame_axis(steps), yaxis=dict(title=dict(text=f"score: {role}"), range=[0, 1.02]),
+                  legend=dict(font=dict(size=12)),
+                  shapes=[dict(type="line", x0=current, x1=current, y0=0, y1=1, yref="paper",
+                               line=dict(color=MARK, width=2, dash="dot"))])
+    return go.Figure(traces, layout=house(layout, title, 380))
+
+
+def word_map(xy: np.ndarray, words: list[str], groups: list[str], title: str, limit: float = 2.4) -> go.Figure:
+    """Word positions (W, 2) on fixed axes, one colour per group, each point labelled with its word."""
+    names = list(dict.fromkeys(groups))
+    traces = []
+    for n, group in enumerate(names):
+        idx = [i for i, g in enumerate(groups) if g == group]
+        traces.append(go.Scatter(
+            x=xy[idx, 0], y=xy[idx, 1], mode="markers+text", name=html.escape(group),
+            text=[html.escape(words[i]) for i in idx], textposition="top center", textfont=dict(size=14),
+            marker=dict(size=12, color=GROUP_COLORS[n % len(GROUP_COLORS)]),
+            hovertemplate="%{text}<extra>" + html.escape(group) + "</extra>"))
+    axis = dict(range=[-limit, limit], zeroline=False, showticklabels=False, title=None)
+    layout = dict(xaxis=axis, yaxis=dict(axis, scaleanchor="x"), legend=dict(orientation="h", y=-0.02,
+                                                                              yanchor="top"))
+    return go.Figure(traces, layout=house(layout, title, 480))
+
+
+def mark_step(fig: go.Figure, step: int) -> go.Figure:
+    """A vertical dotted line at `step` on a chart whose x axis is the training step."""
+    fig.add_vline(x=step, line=dict(color=MARK, width=2, dash="dot"))
+    return fig

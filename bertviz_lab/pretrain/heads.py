@@ -1,0 +1,139 @@
+"""Head roles: what each attention head does, as one number per role.
+
+For a set of sentences and every layer and head, a positional score is the mean attention
+weight that the word tokens (every position but [CLS] and the final [SEP]) give to
+
+    previous  the token just before      next  the token just after     self  themselves
+    cls       [CLS]                      sep   [SEP] (every [SEP] of the input)
+
+averaged over each sentence's word tokens, then over the sentences. A head scoring 0.87 on
+"previous" is a previous-token head: 87% of each word's attention goes one token back.
+
+On the probe set (`corpus.probes`), whose grammar the generator knows, three syntactic roles
+are scored too: the weight from a determiner to its noun, from a verb to its subject, and from
+a pronoun to the noun it stands for (from the word's first token, to all of the other word's
+tokens), averaged over each sentence's links, then over the sentences that have such a link.
+The Time-lapse page and `python -m bertviz_lab heads` show them; the pretraining loop records
+them at each checkpoint step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bertviz_lab.bert.tokenizer import CLS, SEP, Encoding
+from bertviz_lab.corpus.probes import PROBES, SYNTACTIC_ROLES, ProbeSentence
+from bertviz_lab.errors import InputError
+
+POSITIONAL_ROLES = ("previous", "next", "self", "cls", "sep")
+ROLES = (*POSITIONAL_ROLES, *SYNTACTIC_ROLES)
+ROLE_NAMES = {"previous": "previous token", "next": "next token", "self": "itself", "cls": "[CLS]",
+              "sep": "[SEP]", "det_noun": "determiner → noun", "verb_subject": "verb → subject",
+              "pronoun_referent": "pronoun → referent"}
+MAX_SENTENCES = 32
+
+
+@dataclass(frozen=True)
+class HeadRoles:
+    sentences: list[str]
+    layers: int
+    heads: int
+    scores: dict[str, np.ndarray]  # role -> (L, H) in [0, 1]; syntactic roles only where links are known
+
+    def to_json(self) -> dict:
+        return {"sentences": self.sentences, "layers": self.layers, "heads": self.heads,
+                "scores": {role: s.tolist() for role, s in self.scores.items()}}
+
+    def strongest(self, role: str) -> tuple[int, int, float]:
+        """(layer, head, score) of the head that plays `role` most."""
+        layer, head = np.unravel_index(int(np.argmax(self.scores[role])), self.scores[role].shape)
+        return int(layer), int(head), float(self.scores[role][layer, head])
+
+
+def encode(tokenizer, max_length: int, text: str) -> Encoding:
+    """One sentence as the model reads it; an InputError when it is empty or does not fit."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("a sentence is empty: write some words")
+    encoding = tokenizer.encode(text, None, max_length=max_length)
+    if encoding.truncated:
+        raise InputError(f"a sentence is {len(encoding) + encoding.truncated} tokens long; this model reads "
+                         f"at most {max_length}")
+    if len(encoding) < 3:
+        raise InputError(f"{text[:60]!r} has no word the model can read")
+    return encoding
+
+
+@torch.no_grad()
+def attention(model, encodings: list[Encoding]) -> list[np.ndarray]:
+    """Each encoding's attention weights, (L, H, T, T) float32, from one eval-mode forward each."""
+    device = next(model.parameters()).device
+    training = model.training
+    model.eval()
+    try:
+        out = []
+        for enc in encodings:
+            result = model(torch.tensor([enc.ids], device=device), torch.tensor([enc.segment_ids], device=device),
+                           trace=True, heads=False)
+            out.append(np.stack([s.weights[0].float().cpu().numpy() for s in result.trace]))
+        return out
+    finally:
+        model.train(training)
+
+
+def positional(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
+    """One sentence's positional scores, role -> (L, H): the mean over its word tokens (1 .. T-2)."""
+    T = weights.shape[-1]
+    rows = np.arange(1, T - 1)  # the word tokens: all but [CLS] and the final [SEP]
+    seps = [i for i, tok in enumerate(tokens) if tok == SEP]
+    picked = {
+        "previous": weights[:, :, rows, rows - 1],  # (L, H, W)
+        "next": weights[:, :, rows, rows + 1],
+        "self": weights[:, :, rows, rows],
+        "cls": weights[:, :, rows, 0] if tokens[0] == CLS else np.zeros_like(weights[:, :, rows, 0]),
+        "sep": weights[:, :, rows][..., seps].sum(-1),
+    }
+    return {role: values.mean(-1) for role, values in picked.items()}
+
+
+def linked(weights: np.ndarray, encoding: Encoding, probe: ProbeSentence) -> dict[str, np.ndarray]:
+    """One probe's syntactic scores, role -> (L, H), for the roles it has links for."""
+    pieces: dict[int, list[int]] = {}
+    for position, word in enumerate(encoding.word_ids):
+        if word is not None:
+            pieces.setdefault(word, []).append(position)
+    scores = {}
+    for role, links in probe.links.items():
+        values = [weights[:, :, pieces[a][0]][..., pieces[b]].sum(-1) for a, b in links
+                  if a in pieces and b in pieces]
+        if values:
+            scores[role] = np.mean(values, axis=0)
+    return scores
+
+
+def roles_of(weights: list[np.ndarray], encodings: list[Encoding],
+             probes: list[ProbeSentence] | None = None) -> dict[str, np.ndarray]:
+    """Every role's score, role -> (L, H), from each sentence's attention (and, for probes, its links)."""
+    per_sentence = [positional(w, e.tokens) for w, e in zip(weights, encodings)]
+    scores = {role: np.mean([s[role] for s in per_sentence], axis=0) for role in POSITIONAL_ROLES}
+    if probes is not None:
+        found = [linked(w, e, p) for w, e, p in zip(weights, encodings, probes)]
+        for role in SYNTACTIC_ROLES:
+            values = [f[role] for f in found if role in f]
+            if values:
+                scores[role] = np.mean(values, axis=0)
+    return scores
+
+
+def head_roles(model, tokenizer, sentences: list[str] | None = None) -> HeadRoles:
+    """The role scores of every head on `sentences` (default: the probe set, with its syntactic roles)."""
+    probes = list(PROBES) if not sentences else None
+    texts = [p.text for p in PROBES] if probes else list(sentences)
+    if len(texts) > MAX_SENTENCES:
+        raise InputError(f"{len(texts)} sentences: give at most {MAX_SENTENCES}")
+    encodings = [encode(tokenizer, model.config.max_position_embeddings, t) for t in texts]
+    weights = attention(model, encodings)
+    return HeadRoles(texts, model.config.num_hidden_layers, model.config.num_attention_heads,
+                     roles_of(weights, encodings, probes))

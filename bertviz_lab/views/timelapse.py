@@ -1,0 +1,210 @@
+"""The time-lapse of a run: its snapshots as frames to scrub through, and what changed between them.
+
+A run's frames are the records of RUN/snapshots.jsonl (see pretrain/snapshots.py), one per
+checkpoint step; a run from before snapshots existed gets them from the checkpoints it kept.
+The shipped model's history is the same two files in its folder's history/, written by the
+run that trained it. Records are data from a file: a frame whose shapes do not add up is left out.
+
+What each frame adds for the page: the role scores over the steps (and the step from which a head
+plays a role for good), word positions aligned from frame to frame so a word moves only as much
+as its place among the others does, and the difference between two frames: how far each head's
+attention moved (total variation distance, averaged over the probe sentences' word tokens) and
+which guesses at [MASK] changed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bertviz_lab.bert.checkpoint import load_checkpoint
+from bertviz_lab.errors import LabError
+from bertviz_lab.pretrain import checkpoints, process, publish, snapshots
+from bertviz_lab.pretrain.heads import ROLE_NAMES
+
+HISTORY = publish.HISTORY  # a shipped model's folder: history/snapshots.jsonl and history/metrics.jsonl
+MAX_BACKFILL = 24  # checkpoints read for a run without snapshots
+FORMED = 0.5  # a head "plays a role" once its score stays at or above this
+
+
+@dataclass(frozen=True)
+class TimeLapse:
+    name: str
+    frames: list[dict]  # snapshot records, by step; every one checked (see `_checked`)
+    train: pd.DataFrame = field(default_factory=pd.DataFrame)  # step, mlm_loss, ...
+    eval: pd.DataFrame = field(default_factory=pd.DataFrame)
+    note: str = ""  # where the frames came from, when not from the run's own snapshots
+
+    @property
+    def steps(self) -> list[int]:
+        return [f["step"] for f in self.frames]
+
+    @property
+    def texts(self) -> list[str]:
+        return [p["text"] for p in self.frames[-1]["probes"]] if self.frames else []
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.frames[-1]["layers"], self.frames[-1]["heads"]) if self.frames else (0, 0)
+
+
+def _checked(record: dict) -> dict | None:
+    """The record with numpy arrays in place of lists, or None when its shapes do not add up."""
+    try:
+        L, H = int(record["layers"]), int(record["heads"])
+        probes = []
+        for p in record["probes"]:
+            tokens = [str(t) for t in p["tokens"]]
+            attention = np.asarray(p["attention"], dtype=np.float64)
+            if attention.shape != (L, H, len(tokens), len(tokens)) or not np.isfinite(attention).all():
+                return None
+            top = [(str(t), float(v)) for t, v in p.get("top", [])]
+            probes.append({"text": str(p["text"]), "tokens": tokens, "attention": attention,
+                           "masked": str(p.get("masked", "")), "top": top})
+        roles = {str(r): np.asarray(s, dtype=np.float64) for r, s in record["roles"].items()}
+        if not probes or any(s.shape != (L, H) for s in roles.values()):
+            return None
+        words = record.get("words") or {}
+        xy = np.asarray(words.get("xy", []), dtype=np.float64).reshape(-1, 2)
+        names, groups = [str(w) for w in words.get("words", [])], [str(g) for g in words.get("groups", [])]
+        if not (len(names) == len(groups) == len(xy)):
+            names, groups, xy = [], [], np.zeros((0, 2))
+        return {"step": int(record["step"]), "layers": L, "heads": H, "probes": probes, "roles": roles,
+                "words": names, "groups": groups, "xy": xy, "explained": float(words.get("explained", 0.0))}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _frames(records: list[dict]) -> list[dict]:
+    frames = [f for f in map(_checked, records) if f is not None]
+    if frames:  # one model shape throughout (a folder reused for another run would mix two)
+        L, H, texts = frames[-1]["layers"], frames[-1]["heads"], [p["text"] for p in frames[-1]["probes"]]
+        frames = [f for f in frames if (f["layers"], f["heads"]) == (L, H)
+                  and [p["text"] for p in f["probes"]] == texts]
+    return frames
+
+
+def _curves(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    train = pd.DataFrame([r for r in records if r.get("kind") == "train"])
+    held_out = pd.DataFrame([r for r in records if r.get("kind") == "eval"])
+    return train, held_out
+
+
+def from_run(run_dir, name: str | None = None) -> TimeLapse:
+    """A run's frames: its snapshots, or (for an older run) snapshots taken now from the checkpoints it kept."""
+    run_dir = Path(run_dir)
+    train, held_out = _curves(process.read_metrics(run_dir))
+    frames = _frames(snapshots.read(run_dir / snapshots.FILE))
+    note = ""
+    if not frames:
+        records = []
+        for step, folder in checkpoints.kept(run_dir)[-MAX_BACKFILL:]:
+            try:
+                ckpt = load_checkpoint(folder)
+            except (LabError, OSError, ValueError, RuntimeError):
+                continue  # being written or pruned right now
+            record = snapshots.take(ckpt.model, ckpt.tokenizer, step)
+            if record is not None:
+                records.append(record)
+        frames = _frames(records)
+        note = f"This run has no snapshots; its {len(frames)} kept checkpoints were read instead." if frames else ""
+    return TimeLapse(name or run_dir.name, frames, train, held_out, note)
+
+
+def from_history(model_dir, name: str | None = None) -> TimeLapse:
+    """A shipped model's training history (history/ in its folder); no frames when it has none."""
+    folder = Path(model_dir) / HISTORY
+    train, held_out = _curves(process.read_metrics(folder))
+    return TimeLapse(name or Path(model_dir).name, _frames(snapshots.read(folder / snapshots.FILE)), train, held_out)
+
+
+def role_series(lapse: TimeLapse, role: str) -> np.ndarray:
+    """(S, L, H): the role's score at every frame (NaN where a frame lacks it)."""
+    L, H = lapse.shape
+    return np.stack([f["roles"].get(role, np.full((L, H), np.nan)) for f in lapse.frames])
+
+
+@dataclass(frozen=True)
+class Formed:
+    layer: int
+    head: int
+    step: int  # the first frame from which the score stays >= FORMED
+    score: float  # at the last frame
+
+
+def formed(lapse: TimeLapse, role: str, threshold: float = FORMED) -> list[Formed]:
+    """The heads that end up playing `role` (score >= threshold at the last frame), with the step from
+    which they keep playing it, earliest first."""
+    series = role_series(lapse, role)
+    out = []
+    if not len(series):
+        return out
+    for layer, head in zip(*np.nonzero(series[-1] >= threshold)):
+        below = np.nonzero(~(series[:, layer, head] >= threshold))[0]
+        first = 0 if not len(below) else int(below[-1]) + 1
+        out.append(Formed(int(layer), int(head), lapse.steps[first], float(series[-1, layer, head])))
+    return sorted(out, key=lambda f: (f.step, -f.score))
+
+
+def _procrustes(moving: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+    """`moving` rotated (or reflected) to lie as close as it can to `fixed`; no stretching."""
+    u, _, vt = np.linalg.svd(moving.T @ fixed)
+    return moving @ (u @ vt)
+
+
+def positions(lapse: TimeLapse) -> list[np.ndarray]:
+    """Each frame's word positions, (W, 2): centred, scaled to a root-mean-square distance of 1 from the
+    centre (the arrangement, not the size, is what changes meaning), and each frame turned to match
+    the next one, back from the last, so the plot moves only as the arrangement does."""
+    words = lapse.frames[-1]["words"] if lapse.frames else []
+    out = []
+    for frame in lapse.frames:
+        xy = frame["xy"] if frame["words"] == words else np.zeros((len(words), 2))
+        xy = xy - xy.mean(0) if len(xy) else xy
+        scale = math.sqrt(float((xy**2).sum(1).mean())) if len(xy) else 0.0
+        out.append(xy / scale if scale > 0 else xy)
+    for i in range(len(out) - 2, -1, -1):
+        if len(out[i]) and np.any(out[i]):
+            out[i] = _procrustes(out[i], out[i + 1])
+    return out
+
+
+def probe(frame: dict, text: str) -> dict | None:
+    return next((p for p in frame["probes"] if p["text"] == text), None)
+
+
+def head_changes(a: dict, b: dict) -> pd.DataFrame:
+    """How far each head's attention moved from frame a to frame b: the total variation distance between
+    its rows (half the sum of absolute differences, 0 same .. 1 disjoint), averaged over the probe
+    sentences' word tokens; most changed first, with the role scores before and after."""
+    per_probe = []
+    for pa, pb in zip(a["probes"], b["probes"]):
+        rows = slice(1, len(pa["tokens"]) - 1)
+        per_probe.append(0.5 * np.abs(pa["attention"][:, :, rows] - pb["attention"][:, :, rows]).sum(-1).mean(-1))
+    distance = np.mean(per_probe, axis=0)  # (L, H)
+    rows = []
+    for layer in range(distance.shape[0]):
+        for head in range(distance.shape[1]):
+            role_a = max(a["roles"], key=lambda r: a["roles"][r][layer, head])
+            role_b = max(b["roles"], key=lambda r: b["roles"][r][layer, head])
+            rows.append({"head": f"layer {layer} head {head}", "layer": layer, "index": head,
+                         "distance": float(distance[layer, head]),
+                         "before": f"{ROLE_NAMES.get(role_a, role_a)} {a['roles'][role_a][layer, head]:.2f}",
+                         "after": f"{ROLE_NAMES.get(role_b, role_b)} {b['roles'][role_b][layer, head]:.2f}"})
+    return pd.DataFrame(rows).sort_values("distance", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def prediction_changes(a: dict, b: dict) -> pd.DataFrame:
+    """For each probe sentence: the masked word, the top guess at both steps, and p(true word) at both."""
+    rows = []
+    for pa, pb in zip(a["probes"], b["probes"]):
+        top_a, top_b = (pa["top"] or [("", 0.0)])[0], (pb["top"] or [("", 0.0)])[0]
+        rows.append({"sentence": pa["text"].replace(f" {pa['masked']} ", " [MASK] ", 1), "true word": pa["masked"],
+                     f"guess at {a['step']}": top_a[0], f"p at {a['step']}": top_a[1],
+                     f"guess at {b['step']}": top_b[0], f"p at {b['step']}": top_b[1],
+                     "changed": top_a[0] != top_b[0]})
+    return pd.DataFrame(rows)

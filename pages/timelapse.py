@@ -1,0 +1,30 @@
+"""Time-lapse: scrub through a model's training, and watch its heads take on their roles.
+
+Every pretraining run records a snapshot of the probe sentences at each checkpoint step (0, 1, 2, 5,
+10, 20, 50, ... and every checkpoint interval): the guesses at [MASK], every head's attention, each
+head's role scores and where chosen words sit. The shipped model comes with its own. Play them in
+order, or compare two steps: which heads changed most, which guesses changed.
+"""
+
+import streamlit as st
+
+from bertviz_lab.ui import timelapse as ui
+from bertviz_lab.ui.router import ensure_router
+
+ensure_router()
+st.title("Time-lapse")
+st.caption("How a BERT learns, frame by frame: a snapshot of the probe sentences at every checkpoint step. "
+           "A head's role score is the mean attention its word tokens give to the previous token, the next "
+           "one, themselves, [CLS] or [SEP], or along a grammatical link (determiner → noun, verb → "
+           "subject, pronoun → referent).")
+lapse = ui.pick()
+if lapse is None:
+    st.stop()
+ui.controls(lapse)
+ui.player(lapse)
+
+st.header("Heads taking on roles")
+ui.formed(lapse)
+
+st.header("Compare two steps")
+ui.diff(lapse)

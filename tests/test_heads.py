@@ -1,0 +1,133 @@
+"""Head roles and `python -m bertviz_lab heads`: parity with transformers' attention weights, bad input."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import transformers
+from test_cli import corrupt, run_broken
+from test_cli_representations import run_cli
+
+from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from bertviz_lab.cli import main
+from bertviz_lab.corpus import vocabulary
+from bertviz_lab.corpus.probes import PROBES
+from bertviz_lab.pretrain.heads import MAX_SENTENCES, POSITIONAL_ROLES, ROLES
+
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
+VOCAB = [*SPECIAL_TOKENS, *sorted(set(vocabulary()) | {"."}), "##s", "##ing"]
+CONFIG = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                    intermediate_size=64, initializer_range=0.3, max_position_embeddings=40)
+MINE = ["the cats sat on the mat .", "i went walking to the bank yesterday and it was raining ."]
+
+
+@pytest.fixture(scope="module")
+def hf_checkpoint(tmp_path_factory):
+    """A random transformers BertForMaskedLM (peaked attention: a wide init) over the story world's words."""
+    torch.manual_seed(1)
+    hf = transformers.BertForMaskedLM(transformers.BertConfig(**CONFIG.to_dict(),
+                                                              attn_implementation="eager")).eval()
+    folder = tmp_path_factory.mktemp("hf")
+    hf.save_pretrained(folder)
+    WordPieceTokenizer.from_vocab(VOCAB).save(folder)
+    return folder, hf, transformers.BertTokenizerFast.from_pretrained(folder)
+
+
+def expected(hf, hf_tok, sentences, probes=None):
+    """The README's definitions, computed from transformers' output_attentions with plain loops."""
+    totals = {}
+    for n, text in enumerate(sentences):
+        enc = hf_tok(text, return_tensors="pt")
+        with torch.no_grad():
+            att = torch.stack(hf(**enc, output_attentions=True).attentions)[:, 0].double().numpy()  # (L, H, T, T)
+        tokens = hf_tok.convert_ids_to_tokens(enc["input_ids"][0])
+        T = len(tokens)
+        words = range(1, T - 1)
+        seps = [i for i, t in enumerate(tokens) if t == "[SEP]"]
+        got = {"previous": np.mean([att[..., i, i - 1] for i in words], 0),
+               "next": np.mean([att[..., i, i + 1] for i in words], 0),
+               "self": np.mean([att[..., i, i] for i in words], 0),
+               "cls": np.mean([att[..., i, 0] for i in words], 0),
+               "sep": np.mean([sum(att[..., i, j] for j in seps) for i in words], 0)}
+        if probes:
+            first = {}  # word index -> token positions (every probe word is one token of this vocabulary)
+            for pos, word in enumerate(enc.word_ids()):
+                if word is not None:
+                    first.setdefault(word, pos)
+            for role, links in probes[n].links.items():
+                got[role] = np.mean([att[..., first[a], first[b]] for a, b in links], 0)
+        for role, value in got.items():
+            totals.setdefault(role, []).append(value)
+    return {role: np.mean(values, 0) for role, values in totals.items()}
+
+
+def heads_json(capsys, folder, *sentences):
+    assert main(["heads", "--checkpoint", str(folder), "--json", *sentences]) == 0
+    import json
+    return json.loads(capsys.readouterr().out)
+
+
+def test_probe_set_scores_match_transformers_attention(hf_checkpoint, capsys):
+    folder, hf, hf_tok = hf_checkpoint
+    out = heads_json(capsys, folder)
+    assert out["sentences"] == [p.text for p in PROBES]
+    assert (out["layers"], out["heads"]) == (3, 4) and list(out["scores"]) == list(ROLES)
+    want = expected(hf, hf_tok, out["sentences"], PROBES)
+    for role in ROLES:
+        np.testing.assert_allclose(out["scores"][role], want[role], atol=1e-5, rtol=0, err_msg=role)
+    positional = sum(np.array(out["scores"][r]) for r in POSITIONAL_ROLES)
+    assert np.all(positional <= 1 + 1e-5) and np.ptp(out["scores"]["previous"]) > 0.05  # heads differ
+
+
+def test_own_sentences_score_the_positional_roles_only(hf_checkpoint, capsys):
+    folder, hf, hf_tok = hf_checkpoint
+    out = heads_json(capsys, folder, *MINE)
+    assert out["sentences"] == MINE and list(out["scores"]) == list(POSITIONAL_ROLES)
+    want = expected(hf, hf_tok, MINE)
+    for role in POSITIONAL_ROLES:
+        np.testing.assert_allclose(out["scores"][role], want[role], atol=1e-5, rtol=0, err_msg=role)
+
+
+def test_the_shipped_model_has_its_previous_and_next_token_heads(capsys):
+    out = heads_json(capsys, SHIPPED)
+    previous, nxt = np.array(out["scores"]["previous"]), np.array(out["scores"]["next"])
+    assert previous[0, 2] > 0.8 and nxt[1, 2] > 0.8  # the heads README names
+    assert np.unravel_index(previous.argmax(), previous.shape) == (0, 2)
+    assert np.unravel_index(nxt.argmax(), nxt.shape) == (1, 2)
+
+
+def test_the_table_names_the_strongest_head_of_each_role(capsys):
+    assert main(["heads", "--checkpoint", str(SHIPPED)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("6 sentences (the probe set)")
+    assert re.search(r"previous: to previous token \(strongest: layer 0 head 2, 0\.8\d\)", text)
+    assert "pronoun_referent: to pronoun → referent" in text
+    assert sum(line.startswith("layer 3 ") for line in text.splitlines()) == len(ROLES)
+
+
+BAD = {
+    "blank sentence": (None, ["the cat", " "], "sentence 2 is empty"),
+    "too many sentences": (None, ["the cat ."] * (MAX_SENTENCES + 1), f"at most {MAX_SENTENCES}"),
+    "sentence too long": (None, ["the cat", "a cat " * 40], "at most 64"),
+    "missing folder": ("rm", ["the cat"], "no model folder"),
+    "corrupt weights": (corrupt, ["the cat"], "model.safetensors is .*corrupt"),
+    "unknown device": (None, ["--device", "tpu", "the cat"], "unknown device"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, capsys, case):
+    breaker, args, message = BAD[case]
+    captured = run_broken(tiny_checkpoint, tmp_path, capsys, breaker, "heads", args)
+    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1 and captured.out == ""
+    assert re.search(message, captured.err), captured.err
+
+
+def test_a_real_process_prints_json_and_refuses_quietly(tiny_checkpoint):
+    done = run_cli("heads", "--checkpoint", tiny_checkpoint, "--json", "the cat sat on the mat .")
+    assert done.returncode == 0 and '"previous"' in done.stdout
+    done = run_cli("heads", "--checkpoint", tiny_checkpoint, "")
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
