@@ -28,13 +28,14 @@ def role_lines(steps: list[int], series: np.ndarray, role: str, current: int, ti
     """series (S, L, H): one line per head; the SHOWN_HEADS with the highest peak in colour."""
     S, L, H = series.shape
     peak = np.nan_to_num(series, nan=0.0).max(0)  # (L, H)
-    order = np.argsort(-peak, axis=None)
-    shown = {tuple(np.unravel_index(i, (L, H))) for i in order[:SHOWN_HEADS]}
+    ranks = np.empty(L * H, dtype=int)
+    ranks[np.argsort(-peak, axis=None)] = np.arange(L * H)  # 0: the head with the highest peak
+    ranks = ranks.reshape(L, H)
     traces = []
     for layer in range(L):
         for head in range(H):
-            on = (layer, head) in shown
-            rank = [tuple(np.unravel_index(i, (L, H))) for i in order].index((layer, head))
+            rank = int(ranks[layer, head])
+            on = rank < SHOWN_HEADS
             traces.append(go.Scatter(
                 x=list(range(S)), y=series[:, layer, head], mode="lines+markers" if on else "lines",
                 name=f"L{layer} H{head}", showlegend=on, legendrank=rank,

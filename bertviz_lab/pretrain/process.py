@@ -189,7 +189,7 @@ class RunFiles:
         self.last_status = time.time()
 
     def open_metrics(self, keep_until: int | None) -> None:
-        """Append to metrics.jsonl and snapshots.jsonl; on resume first drop records past the checkpoint's step."""
+        """Append to metrics.jsonl (and snapshots.jsonl); on resume first drop records past the checkpoint's step."""
         path = self.run_dir / "metrics.jsonl"
         if keep_until is not None:
             kept = [r for r in read_metrics(self.run_dir)
@@ -197,10 +197,13 @@ class RunFiles:
             atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
             snapshots.keep_until(self.run_dir / snapshots.FILE, keep_until)
         self.metrics = open(path, "a", encoding="utf-8")
-        self.snapshots = open(self.run_dir / snapshots.FILE, "a", encoding="utf-8")
 
     def record(self, record: dict) -> None:
-        out = self.snapshots if record.get("kind") == "snapshot" else self.metrics
+        out = self.metrics
+        if record.get("kind") == "snapshot":  # opened with the first one: a fine-tuning run takes none
+            if self.snapshots is None:
+                self.snapshots = open(self.run_dir / snapshots.FILE, "a", encoding="utf-8")
+            out = self.snapshots
         out.write(json.dumps(record) + "\n")
         out.flush()
 

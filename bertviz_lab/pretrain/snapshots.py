@@ -78,12 +78,12 @@ def take(model, tokenizer, step: int) -> dict | None:
     probes, plain, masked = [], [], []
     for probe in PROBES:
         try:
-            plain.append(heads.encode(tokenizer, limit, probe.text))
-            masked.append(heads.encode(tokenizer, limit, probe.masked()))
+            encodings = heads.encode(tokenizer, limit, probe.text), heads.encode(tokenizer, limit, probe.masked())
         except InputError:
-            plain = plain[:len(probes)]
-            continue
+            continue  # longer than this model reads
         probes.append(probe)
+        plain.append(encodings[0])
+        masked.append(encodings[1])
     if not probes:
         return None
     training = model.training
