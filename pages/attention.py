@@ -11,13 +11,14 @@ from bertviz_lab.ui.attention import WEIGHT_FORMAT, Forward, explore, prediction
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.state import Attention as K  # this page's session-state keys
 from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import chart, encode_or_stop, sentence_inputs
+from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, sentence_inputs
 from bertviz_lab.views import attention as av
 
 st.title("Attention explorer")
 st.caption("Every number below is what the model computed for your text in one forward pass. "
            "Layers, heads and tokens are counted from 0, as in the code.")
 ckpt = active_model()
+family_note(ckpt)
 L, H = ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads
 text_a, text_b = sentence_inputs(K.SENTENCES)
 encoding = encode_or_stop(ckpt, text_a, text_b)

@@ -2,9 +2,11 @@
 
 import streamlit as st
 
-from bertviz_lab.bert.checkpoint import card_facts, markdown_safe
+from bertviz_lab.bert import hub
+from bertviz_lab.bert.card import card_facts, markdown_safe
 from bertviz_lab.bert.config import ACTIVATIONS
 from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.widgets import family_note
 from bertviz_lab.views import sizes
 
 st.title("bertviz_lab")
@@ -14,7 +16,7 @@ st.markdown(
     "computed live by a real PyTorch BERT."
 )
 ckpt = active_model()
-cfg, name = ckpt.config, ckpt.path.name
+cfg, name = ckpt.config, hub.repo_id_of(ckpt.path) or ckpt.path.name  # a Hub model by its id
 # The folder name and the card are data: text that Streamlit's markdown would change is shown as plain text.
 st.subheader(f"Active model: {name}" if markdown_safe(name) else "Active model")
 if not markdown_safe(name):
@@ -25,7 +27,7 @@ cols[1].metric("Heads per layer", cfg.num_attention_heads)
 cols[2].metric("Hidden size", cfg.hidden_size)
 cols[3].metric("Parameters", f"{ckpt.model.num_parameters() / 1e6:.1f} M")
 cols[4].metric("Vocabulary", f"{ckpt.tokenizer.vocab_size:,}")
-facts = [f"reads up to {cfg.max_position_embeddings} tokens",
+facts = [f"reads up to {cfg.max_tokens} tokens",
          f"heads: {ckpt.model.heads}"]
 # A card's facts, and a classifier's labels (from its config.json), are data: any that Streamlit's
 # markdown would change are shown as plain text.
@@ -34,13 +36,15 @@ st.caption(" · ".join(line for line in lines if markdown_safe(line)))
 if not all(markdown_safe(line) for line in lines):
     st.text(" · ".join(line for line in lines if not markdown_safe(line)))
 st.caption(f"Feed-forward activation: {ACTIVATIONS[cfg.hidden_act]}.")
-with st.expander("How big is it next to the BERT family?"):
-    active = sizes.Shape(f"active: {name}", cfg.num_hidden_layers, cfg.hidden_size,
-                         cfg.num_attention_heads, cfg.intermediate_size, cfg.vocab_size,
-                         cfg.max_position_embeddings, cfg.type_vocab_size, "this lab")
-    st.dataframe(sizes.family_table(active), hide_index=True)
-    st.caption("Parameters are computed from each shape: embeddings, every encoder layer and the pooler, without "
-               "the pretraining heads. " + sizes.SEED001_CORRECTION)
+family_note(ckpt)
+if cfg.family == "bert":  # the table computes each shape as a BERT's
+    with st.expander("How big is it next to the BERT family?"):
+        active = sizes.Shape(f"active: {name}", cfg.num_hidden_layers, cfg.hidden_size,
+                             cfg.num_attention_heads, cfg.intermediate_size, cfg.vocab_size,
+                             cfg.max_position_embeddings, cfg.type_vocab_size, "this lab")
+        st.dataframe(sizes.family_table(active), hide_index=True)
+        st.caption("Parameters are computed from each shape: embeddings, every encoder layer and the pooler, without "
+                   "the pretraining heads. " + sizes.SEED001_CORRECTION)
 
 st.subheader("Where to start")
 LINKS = [
@@ -66,5 +70,5 @@ for row in range(0, len(LINKS), 3):
         with column:
             st.page_link(path, label=label, icon=icon)
             st.caption(blurb)
-st.caption("Pick another model or the device in the sidebar; a Hugging Face BERT folder "
-           "(e.g. a downloaded bert-base-uncased) loads as is.")
+st.caption("Pick another model or the device in the sidebar: a model folder or a Hugging Face Hub id of the "
+           "BERT family (BERT, DistilBERT, RoBERTa, XLM-R, ELECTRA, ALBERT) opens as is.")

@@ -9,7 +9,7 @@ from bertviz_lab.ui import state
 from bertviz_lab.ui.losses import F4, FREQUENCY_COLUMNS, STEPS, before_after, reroll, stepper
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.state import Losses as K  # this page's session-state keys
-from bertviz_lab.ui.widgets import encode_or_stop, sentence_inputs
+from bertviz_lab.ui.widgets import encode_or_stop, family_note, sentence_inputs
 from bertviz_lab.views import losses as lesson
 from bertviz_lab.views import masking_stats
 
@@ -21,6 +21,7 @@ st.caption("One training example of BERT, every number computed live by the acti
            "with probability 15%, corrupt the picked ones 80 / 10 / 10, predict them back, and add the "
            "next-sentence loss.")
 ckpt = active_model()
+family_note(ckpt)
 text_a, text_b = sentence_inputs(K.SENTENCES)
 encoding = encode_or_stop(ckpt, text_a, text_b)
 cols = st.columns([2, 2, 2, 2, 2, 2], vertical_alignment="bottom")

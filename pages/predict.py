@@ -9,9 +9,10 @@ import streamlit as st
 
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
 from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.replaced import replaced_tokens
 from bertviz_lab.ui.state import Predict as K  # this page's session-state keys
 from bertviz_lab.ui.tables import number
-from bertviz_lab.ui.widgets import encode_or_stop, plain, sentence_inputs
+from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain, sentence_inputs
 from bertviz_lab.views import inputs, predict
 
 MAX_DETAILED = 4  # masks drawn in full; with more, one is picked to inspect
@@ -24,14 +25,20 @@ st.title("Mask & predict")
 st.caption("BERT learned by guessing hidden words. Hide some — type [MASK] or click words below — "
            "and see what it guesses, and how sure it is.")
 ckpt = active_model()
-if not ckpt.model.has_mlm:
-    st.error("This model has no masked-language-model (MLM) head: it was saved without the layer that turns "
-             "hidden states into word guesses, so it cannot fill masks. Pick another model in the sidebar.")
+if ckpt.model.has_rtd:  # an ELECTRA discriminator: what it says of every token instead
+    replaced_tokens(ckpt, *sentence_inputs(K.SENTENCES))
     st.stop()
+if not ckpt.model.has_mlm:
+    st.error("This model has no masked-language-model (MLM) head: "
+             f"{ckpt.family.lacks or 'it was saved without the layer that turns hidden states into word guesses'}"
+             ", so it cannot fill masks. Pick another model in the sidebar.")
+    st.stop()
+family_note(ckpt, what="")
 
 text_a, text_b = sentence_inputs(K.SENTENCES)
 encoding = encode_or_stop(ckpt, text_a, text_b)
-clickable = {w.label: w.index for w in inputs.words(encoding, text_a, text_b) if not w.is_mask}
+clickable = {w.label: w.index for w in inputs.words(encoding, text_a, text_b, ckpt.tokenizer.mask_token)
+             if not w.is_mask}
 chosen = []
 if clickable:
     chosen = st.pills("Click words to hide them from BERT", list(clickable), selection_mode="multi",

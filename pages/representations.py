@@ -14,6 +14,7 @@ from bertviz_lab.ui.representations import contexts_tab, lens_tab
 from bertviz_lab.ui.shapes import shapes_tab
 from bertviz_lab.ui.state import Representations as K
 from bertviz_lab.ui.state import Shapes
+from bertviz_lab.ui.widgets import family_note
 
 TABS = {"Same word, different contexts": contexts_tab, "Nearest neighbours": neighbours_tab,
         "Logit lens": lens_tab, "Embedding geometry": geometry_tab, "Shapes and padding": shapes_tab}
@@ -22,6 +23,7 @@ st.title("Representations")
 st.caption("BERT's output is one vector per token, and downstream tasks are built on them. What do they hold? "
            "Layers are counted as hidden states are: 0 is the embeddings' output, then layer 1 to L.")
 ckpt = active_model()
+family_note(ckpt)
 state.keep(*K.INPUTS, *Shapes.INPUTS)  # the closed tabs' inputs, kept while another tab is open
 state.keep_valid(K.TAB, list(TABS))
 for tab, (name, draw) in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.items()):

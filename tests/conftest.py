@@ -21,6 +21,31 @@ def vocab_of_size(n: int) -> list[str]:
     return tokens + [f"tok{i}" for i in range(n - len(tokens))]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_hugging_face_network(tmp_path_factory):
+    """No test reaches the Hugging Face Hub or the user's cache: offline, a cache in a temporary folder and an
+    endpoint where nothing listens, in the environment (read by bertviz_lab at each call, and inherited by
+    the commands tests start) and in huggingface_hub's own settings (read once, at import). A test of a
+    download overrides these for a stand-in server (tests/hub_server.py)."""
+    import huggingface_hub.constants as hf
+
+    home = tmp_path_factory.mktemp("hf-home")
+    nowhere = "http://127.0.0.1:9"  # the discard port: refused at once
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in {"HF_HUB_OFFLINE": "1", "HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub"),
+                            "HF_ENDPOINT": nowhere}.items():
+            mp.setenv(name, value)
+        for name in ("HF_TOKEN", "HF_TOKEN_PATH", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_CACHE"):
+            mp.delenv(name, raising=False)
+        # ENDPOINT and the URL template move together: hf_hub_url swaps a caller's endpoint in for ENDPOINT
+        # only where the template starts with it, and would otherwise send the request to huggingface.co.
+        for name, value in {"HF_HUB_OFFLINE": True, "HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub"),
+                            "ENDPOINT": nowhere, "HUGGINGFACE_CO_URL_TEMPLATE": nowhere + "/{repo_id}/resolve/"
+                            "{revision}/{filename}", "HF_TOKEN_PATH": str(home / "token")}.items():
+            mp.setattr(hf, name, value)
+        yield home
+
+
 @pytest.fixture
 def tiny_config() -> BertConfig:
     return BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

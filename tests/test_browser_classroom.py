@@ -58,7 +58,7 @@ def test_classroom_visitor_and_owner(tmp_path):
             browser_page() as page:
         open_page(page, f"http://{LAN}:{port}")  # another machine, as far as the server can tell
         sidebar = page.locator(SIDEBAR)
-        sidebar.get_by_text("Load a model folder").click()
+        sidebar.get_by_text("Open a model folder or a Hub id").click()
         for path in ("/etc", "/no/such/folder"):
             sidebar.get_by_label("Folder path").fill(path)
             sidebar.get_by_role("button", name="Load").click()
@@ -70,7 +70,7 @@ def test_classroom_visitor_and_owner(tmp_path):
         url = f"http://{LAN}:{port}"
         open_page(page, f"http://127.0.0.1:{port}")  # the owner, at the projector
         sidebar = page.locator(SIDEBAR)
-        assert sidebar.get_by_text("Load a Hugging Face BERT folder").is_visible()
+        assert sidebar.get_by_text("Open a model folder or a Hub id").is_visible()
         qr = sidebar.locator('[data-testid="stImage"] img')
         qr.wait_for(timeout=30_000)
         assert sidebar.get_by_role("heading", name=f"{LAN}:{port}").is_visible()

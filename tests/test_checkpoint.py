@@ -169,7 +169,7 @@ BROKEN = {
     "missing folder": (lambda p: shutil.rmtree(p), "no model folder"),
     "no config": (lambda p: os.remove(p / "config.json"), "no config.json"),
     "config not json": (lambda p: (p / "config.json").write_text("{oops"), "not valid JSON"),
-    "not bert": (lambda p: change_config(p, model_type="gpt2"), "not a BERT"),
+    "not bert": (lambda p: change_config(p, model_type="gpt2"), "gpt2. model; this lab runs the BERT family"),
     "bad config value": (lambda p: change_config(p, num_attention_heads=5), "num_attention_heads"),
     "truncated weights": (lambda p: truncate(p / "model.safetensors"), "corrupt or truncated"),
     "no weights": (lambda p: os.remove(p / "model.safetensors"), "no model.safetensors"),

@@ -14,8 +14,9 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lab import files
 from bertviz_lab.bert import checkpoint
-from bertviz_lab.bert.checkpoint import card_facts, load_checkpoint, markdown_safe
-from bertviz_lab.bert.config import SIZE_LIMITS
+from bertviz_lab.bert.card import card_facts, markdown_safe
+from bertviz_lab.bert.checkpoint import load_checkpoint
+from bertviz_lab.bert.config import MAY_BE_ZERO, SIZE_LIMITS
 from bertviz_lab.cli import main
 from bertviz_lab.errors import CheckpointError
 
@@ -62,8 +63,10 @@ def test_a_400_digit_integer_is_one_line(tiny_checkpoint, no_allocation):
 
 @pytest.mark.parametrize("name", list(SIZE_LIMITS))
 def test_every_size_field_has_an_upper_bound(tiny_checkpoint, no_allocation, name):
-    set_config(tiny_checkpoint, **{name: SIZE_LIMITS[name] + 1})
-    refused(tiny_checkpoint, f"{name} must be a whole number from 1 to {SIZE_LIMITS[name]:,}")
+    family = {"model_type": "electra"} if name == "embedding_size" else {}  # BERT has no embedding_size
+    set_config(tiny_checkpoint, **family, **{name: SIZE_LIMITS[name] + 1})
+    refused(tiny_checkpoint, f"{name} must be a whole number from {int(name not in MAY_BE_ZERO)} to "
+                             f"{SIZE_LIMITS[name]:,}")
 
 
 @pytest.mark.parametrize("raw, match", [
@@ -78,7 +81,7 @@ def test_every_size_field_has_an_upper_bound(tiny_checkpoint, no_allocation, nam
     ('"pad_token_id": -1', "pad_token_id must be a token id"),
     ('"hidden_act": "swish"', "hidden_act must be one of gelu"),
     ('"hidden_act": ["gelu"]', r"hidden_act must be one of .*got \['gelu'\]"),
-    ('"model_type": {"a": 1}', "model_type must be 'bert', got a dict"),
+    ('"model_type": {"a": 1}', "model_type must name a model family, got a dict"),
 ])
 def test_every_field_is_type_checked(tiny_checkpoint, no_allocation, raw, match):
     cfg = json.loads((tiny_checkpoint / "config.json").read_text())

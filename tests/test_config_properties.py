@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
-from bertviz_lab.bert.config import ACTIVATIONS, MAX_PARAMETERS, SIZE_LIMITS, BertConfig
+from bertviz_lab.bert.config import ACTIVATIONS, MAX_PARAMETERS, MAY_BE_ZERO, SIZE_LIMITS, BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from bertviz_lab.errors import CheckpointError, ConfigError
@@ -47,7 +47,7 @@ config_dicts = st.one_of(
 def check_bounded(cfg: BertConfig) -> None:
     for name, high in SIZE_LIMITS.items():
         value = getattr(cfg, name)
-        assert type(value) is int and 1 <= value <= high, (name, value)
+        assert type(value) is int and (name not in MAY_BE_ZERO) <= value <= high, (name, value)
     assert cfg.hidden_size % cfg.num_attention_heads == 0 and 0 <= cfg.pad_token_id < cfg.vocab_size
     assert cfg.hidden_act in ACTIVATIONS and cfg.num_parameters() <= MAX_PARAMETERS
 
@@ -102,6 +102,8 @@ def load_with_config(template: Path, text: str | bytes):
 @example(config=TEMPLATE.to_hf_dict())  # the real one
 @example(config={**TEMPLATE.to_hf_dict(), "vocab_size": 10})  # vocab.txt longer than the model's vocabulary
 @example(config={**TEMPLATE.to_hf_dict(), "layer_norm_eps": float("nan")})  # NaN, as Python's json writes it
+@example(config={"vocab_size": 0, "model_type": []})  # unhashable: `in FAMILIES` would raise TypeError
+@example(config={**TEMPLATE.to_hf_dict(), "model_type": "roberta"})  # another family: its weight names differ
 def test_a_fuzzed_config_json_loads_or_is_one_checkpoint_error(template, config):
     try:
         ckpt = load_with_config(template, json.dumps(config, allow_nan=True))

@@ -173,7 +173,7 @@ def test_config_round_trips_through_hf_dict():
 
 
 def test_overlong_input_is_refused(tiny_model):
-    with pytest.raises(ValueError, match="max_position_embeddings"):
+    with pytest.raises(ValueError, match="exceed the 64 positions"):
         tiny_model(torch.ones(1, 65, dtype=torch.long))
 
 

@@ -29,6 +29,7 @@ from safetensors.torch import load_file, save_file
 from bertviz_lab import atomic, files
 from bertviz_lab.bert.classifier import BertClassifier, saved_head
 from bertviz_lab.bert.config import BertConfig, show
+from bertviz_lab.bert.family import FAMILIES, Family, family_of
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import CheckpointError, ConfigError
@@ -53,10 +54,16 @@ class Checkpoint:
     def config(self) -> BertConfig:
         return self.model.config
 
+    @property
+    def family(self) -> Family:
+        return FAMILIES[self.config.family]
+
 
 def save_checkpoint(model: BertForPreTraining, tokenizer: WordPieceTokenizer, directory,
                     card: dict | None = None) -> Path:
     """Write the model, its tokenizer and an optional model card; each file atomically."""
+    if model.config.family != "bert":  # its weights carry BERT's names here: saved, they would not load as it
+        raise CheckpointError(f"this lab saves BERT checkpoints only, and this is a {model.config.family} model")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     atomic.write_json(directory / "config.json", model.hf_config())
@@ -72,21 +79,23 @@ def save_checkpoint(model: BertForPreTraining, tokenizer: WordPieceTokenizer, di
 def load_checkpoint(directory, device: str | torch.device = "cpu") -> Checkpoint:
     """The model, tokenizer and card in `directory`, each file checked before it is read."""
     directory = _folder(directory)
-    raw, config = _read_config(directory)
+    raw, config, family = _read_config(directory)
     weights, size = _weights_file(directory, config)
     # The model's fp32 weights, plus the state dict they are loaded from (at least as large).
     files.check_memory(4 * config.num_parameters() + max(4 * config.num_parameters(), size),
                        f"the model in {directory.name}", CheckpointError)
     if weights.name == SAFETENSORS:  # names, shapes and dtypes, before a byte of tensor data is read
-        _check_entries(config, _safetensors_entries(weights, size))
-    tokenizer = WordPieceTokenizer.from_dir(directory, max_tokens=config.vocab_size)
+        _check_entries(config, _normalize_keys(_safetensors_entries(weights, size), family))
+    tokenizer = WordPieceTokenizer.from_dir(directory, max_tokens=config.vocab_size, specials=family.specials,
+                                            prefer_json=family.prefer_json)
     card = files.read_json(directory / CARD_FILE, error=CheckpointError) if _exists(directory / CARD_FILE) else {}
-    state = _normalize_keys(_read_weights(weights))
+    state = _normalize_keys(_read_weights(weights), family)
     entries = {k: (tuple(v.shape), v.is_floating_point()) for k, v in state.items()}
     heads = _check_entries(config, entries)
-    head = saved_head(raw, config.hidden_size, entries, heads)
+    head = saved_head(raw, config.hidden_size, entries, heads) if family.name == "bert" else None
     model = (BertClassifier(config, *head) if head is not None else
-             BertForPreTraining(config, mlm_head=heads["mlm"], nsp_head=heads["nsp"], pooler=heads["pooler"]))
+             BertForPreTraining(config, mlm_head=heads["mlm"], nsp_head=heads["nsp"], pooler=heads["pooler"],
+                                rtd_head=heads["rtd"]))
     ignored = _load_state(model, state)
     return Checkpoint(model.to(device).eval(), tokenizer, directory, card if isinstance(card, dict) else {}, ignored)
 
@@ -110,14 +119,15 @@ def _folder(directory) -> Path:
     return folder
 
 
-def _read_config(directory: Path) -> tuple[dict, BertConfig]:
-    """config.json as read (its labels live there) and as a BertConfig."""
+def _read_config(directory: Path) -> tuple[dict, BertConfig, Family]:
+    """config.json as read (its labels live there), as a BertConfig, and the family it names."""
     path = directory / "config.json"
     if not _exists(path):
         raise CheckpointError(f"{directory} has no config.json: not a Hugging Face model folder")
     raw = files.read_json(path, error=CheckpointError)
     try:
-        return raw, BertConfig.from_dict(raw)
+        family = family_of(raw)
+        return raw, family.config(raw), family
     except ConfigError as exc:
         raise CheckpointError(f"config.json: {exc}") from None
 
@@ -203,10 +213,9 @@ def _entry(name: str, info) -> tuple[tuple[int, ...], str, tuple[int, int]]:
 
 def _check_entries(config: BertConfig, found: dict) -> dict[str, bool]:
     """The heads to build, after checking `found` (key -> (shape, float)) holds every tensor they need."""
-    found = _normalize_keys(found)
     heads = dict(mlm="cls.predictions.transform.dense.weight" in found,
                  nsp="cls.seq_relationship.weight" in found and "bert.pooler.dense.weight" in found,
-                 pooler="bert.pooler.dense.weight" in found)
+                 pooler="bert.pooler.dense.weight" in found, rtd="cls.discriminator.dense.weight" in found)
     expected = config.weight_shapes(**heads)
     missing = [k for k in expected if k not in found]
     if missing:
@@ -257,17 +266,10 @@ def _check_bin(path: Path) -> None:
         raise CheckpointError(f"{PYTORCH_BIN} is not a PyTorch weights file")
 
 
-def _normalize_keys(state: dict) -> dict:
-    """Map BertModel keys (no `bert.` prefix) and TF-era gamma/beta names onto ours."""
-    out = {}
-    for key, value in state.items():
-        if key.endswith(".gamma"):
-            key = key[: -len("gamma")] + "weight"
-        elif key.endswith(".beta"):
-            key = key[: -len("beta")] + "bias"
-        if key.startswith(("embeddings.", "encoder.", "pooler.")):
-            key = "bert." + key
-        out[key] = value
+def _normalize_keys(state: dict, family: Family = FAMILIES["bert"]) -> dict:
+    """Map the family's weight names onto BERT's (for BERT itself: BertModel keys without the `bert.`
+    prefix and TF-era gamma/beta names)."""
+    out = {family.rename(key): value for key, value in state.items()}
     # The decoder is tied to the word embeddings here; older files store a copy and
     # sometimes keep the MLM bias under the decoder's name.
     decoder_bias = out.pop("cls.predictions.decoder.bias", None)
@@ -275,71 +277,17 @@ def _normalize_keys(state: dict) -> dict:
         out["cls.predictions.bias"] = decoder_bias
     out.pop("cls.predictions.decoder.weight", None)
     out.pop("bert.embeddings.position_ids", None)
+    out.pop("bert.embeddings.token_type_ids", None)  # a buffer of zeros some families save
     return out
 
 
 def _load_state(model: BertForPreTraining, state: dict[str, torch.Tensor]) -> list[str]:
     """Copy weights in after checking their values (names and shapes: `_check_entries`)."""
-    expected = model.state_dict()
-    for key in expected:
+    # Shared layers (ALBERT) are stored once, as layer 0, and listed under every layer's name here.
+    stored = {k: re.sub(r"^bert\.encoder\.layer\.\d+\.", "bert.encoder.layer.0.", k)
+              if model.config.shared_layers else k for k in model.state_dict()}
+    for key in set(stored.values()):
         if not torch.isfinite(state[key]).all():
             raise CheckpointError(f"{key} contains NaN or infinite values")
-    model.load_state_dict({k: state[k].float() for k in expected})
-    return sorted(k for k in state if k not in expected)
-
-
-# What a model card may say, and how a page or the CLI shows it: plain text, facts whose keys
-# are missing or of the wrong type left out. Streamlit's markdown (st.caption, st.subheader)
-# also turns ":name:" into emoji, "->" into arrows and ":material/..." into icons, which no
-# escaping prevents, so text from a file goes into markdown only if `markdown_safe` says so.
-_MARKDOWN_SAFE = re.compile(r"(?:[^\W_]|[ ,.()'%+/?·\-]|:(?=\s|$)|(?<=[^\W_])_(?=[^\W_]))*")  # a_b: no emphasis
-
-
-def markdown_safe(text: str) -> bool:
-    """True if `text` shows exactly as written when passed to Streamlit's markdown."""
-    return (bool(_MARKDOWN_SAFE.fullmatch(text)) and text[:1].isalnum() and "--" not in text
-            and "www." not in text.lower() and not re.match(r"\d+[.)]", text))
-
-
-def card_facts(card: object) -> list[str]:
-    """The model card's training facts as short sentences of plain text (torch-free)."""
-    if not isinstance(card, dict):
-        return []
-    facts = []
-    corpus, steps = _plain(card.get("corpus")), card.get("steps")
-    if corpus:
-        count = f"{steps:,}" if _whole(steps) else "?"
-        facts.append(f"trained on the {corpus} for {count} steps")
-    task = _plain(card.get("fine_tuned_on"))
-    if task:
-        count = f"{steps:,}" if _whole(steps) else "?"
-        start = _plain(card.get("started"))
-        facts.append(f"fine-tuned on {task} for {count} steps" + (f", {start}" if start else ""))
-    held = card.get("held_out")
-    held = held if isinstance(held, dict) else {}
-    top1, top5, nsp = (_fraction(held.get(k)) for k in ("mlm_top1", "mlm_top5", "nsp_acc"))
-    if top1 is not None:
-        facts.append(f"held-out masked-word accuracy {top1:.0%} (top-1)"
-                     + (f", {top5:.0%} (top-5)" if top5 is not None else ""))
-    if nsp is not None:
-        facts.append(f"next-sentence accuracy {nsp:.0%}")
-    return facts
-
-
-def _plain(value: object, limit: int = 120) -> str | None:
-    """A card's string on one line: control characters and runs of spaces collapsed, length capped."""
-    if not isinstance(value, str):
-        return None
-    text = " ".join("".join(c if c.isprintable() else " " for c in value[: 4 * limit]).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15
-
-
-def _fraction(value: object) -> float | None:
-    """A rate in [0, 1] (accuracy), or None for anything else: strings, bools, NaN, 7."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        return None
-    return float(value)
+    model.load_state_dict({k: state[source].float() for k, source in stored.items()})
+    return sorted(k for k in state if k not in set(stored.values()))

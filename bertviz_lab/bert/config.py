@@ -43,7 +43,12 @@ SIZE_LIMITS = {
     "intermediate_size": 16_384,
     "max_position_embeddings": 8192,
     "type_vocab_size": 16,
+    "embedding_size": 4096,
 }
+# Size fields that may be 0: no segment embeddings (DistilBERT), no separate embedding width (BERT).
+MAY_BE_ZERO = frozenset({"type_vocab_size", "embedding_size"})
+# The families this lab runs (bert/family.py reads each one's config.json and weights into BertConfig).
+FAMILIES = ("bert", "distilbert", "roberta", "xlm-roberta", "electra", "albert")
 MAX_PARAMETERS = 2_000_000_000  # 6x BERT-Large: 8 GB of fp32 weights
 # float field -> (low, high, low included, high included)
 FLOAT_LIMITS = {
@@ -68,8 +73,9 @@ def show(value: object) -> str:
 
 
 def _check_whole(name: str, value: object, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-        raise ConfigError(f"{name} must be a whole number from 1 to {high:,}, got {show(value)}")
+    low = 0 if name in MAY_BE_ZERO else 1
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name} must be a whole number from {low} to {high:,}, got {show(value)}")
 
 
 def _check_float(name: str, value: object) -> None:
@@ -96,6 +102,12 @@ class BertConfig:
     initializer_range: float = 0.02  # std of the normal init
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
+    # How a family differs from BERT (bert/family.py); the defaults are BERT's and stay out of config.json.
+    family: str = "bert"  # the Hugging Face model_type the weights came from
+    position_offset: int = 0  # RoBERTa, XLM-R: position ids count from pad_token_id + 1
+    embedding_size: int = 0  # ELECTRA, ALBERT: token vectors this wide, projected up to hidden_size; 0: none
+    head_act: str = ""  # the MLM head's activation when it is not hidden_act (RoBERTa, ELECTRA: "gelu")
+    shared_layers: bool = False  # ALBERT: one layer's weights at every depth
 
     def __post_init__(self) -> None:
         for name, high in SIZE_LIMITS.items():
@@ -108,6 +120,7 @@ class BertConfig:
             raise ConfigError(f"hidden_act must be one of {', '.join(ACTIVATIONS)}, got {show(self.hidden_act)}")
         for name in FLOAT_LIMITS:
             _check_float(name, getattr(self, name))
+        self._check_family()
         pad = self.pad_token_id
         if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < self.vocab_size:
             raise ConfigError(f"pad_token_id must be a token id below vocab_size ({self.vocab_size:,}), "
@@ -116,26 +129,57 @@ class BertConfig:
             raise ConfigError(f"this configuration has {self.num_parameters():,} parameters; the limit is "
                               f"{MAX_PARAMETERS:,} (BERT-Large has about 336 million)")
 
+    def _check_family(self) -> None:
+        if self.family not in FAMILIES:
+            raise ConfigError(f"family must be one of {', '.join(FAMILIES)}, got {show(self.family)}")
+        if self.head_act and self.head_act not in ACTIVATIONS:
+            raise ConfigError(f"head_act must be one of {', '.join(ACTIVATIONS)}, got {show(self.head_act)}")
+        offset = self.position_offset
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < self.max_position_embeddings:
+            raise ConfigError(f"position_offset must be a whole number below max_position_embeddings "
+                              f"({self.max_position_embeddings:,}), got {show(offset)}")
+        if not isinstance(self.shared_layers, bool):
+            raise ConfigError(f"shared_layers must be true or false, got {show(self.shared_layers)}")
+
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
-    def weight_shapes(self, *, mlm: bool = True, nsp: bool = True, pooler: bool = True) -> dict[str, tuple]:
+    @property
+    def max_tokens(self) -> int:
+        """The longest input: every position embedding, less those RoBERTa's offset skips."""
+        return self.max_position_embeddings - self.position_offset
+
+    @property
+    def embedding_width(self) -> int:
+        """The width of the token, position and segment vectors (hidden_size unless factorised)."""
+        return self.embedding_size or self.hidden_size
+
+    @property
+    def head_activation(self) -> str:
+        return self.head_act or self.hidden_act
+
+    def weight_shapes(self, *, mlm: bool = True, nsp: bool = True, pooler: bool = True,
+                      rtd: bool = False) -> dict[str, tuple]:
         """Name -> shape of every weight of a `BertForPreTraining` with these heads, in Hugging Face's
-        naming: what a checkpoint must hold, known before any tensor exists."""
-        d, ff, vocab = self.hidden_size, self.intermediate_size, self.vocab_size
+        BERT naming: what a checkpoint must hold, known before any tensor exists. `rtd`: ELECTRA's
+        replaced-token head. With shared layers (ALBERT) only layer 0 is listed: it is every layer."""
+        d, ff, vocab, e = self.hidden_size, self.intermediate_size, self.vocab_size, self.embedding_width
 
         def dense(name: str, d_out: int, d_in: int) -> dict:
             return {f"{name}.weight": (d_out, d_in), f"{name}.bias": (d_out,)}
 
-        def norm(name: str) -> dict:
-            return {f"{name}.LayerNorm.weight": (d,), f"{name}.LayerNorm.bias": (d,)}
+        def norm(name: str, width: int = d) -> dict:
+            return {f"{name}.LayerNorm.weight": (width,), f"{name}.LayerNorm.bias": (width,)}
 
-        shapes = {"bert.embeddings.word_embeddings.weight": (vocab, d),
-                  "bert.embeddings.position_embeddings.weight": (self.max_position_embeddings, d),
-                  "bert.embeddings.token_type_embeddings.weight": (self.type_vocab_size, d),
-                  **norm("bert.embeddings")}
-        for i in range(self.num_hidden_layers):
+        shapes = {"bert.embeddings.word_embeddings.weight": (vocab, e),
+                  "bert.embeddings.position_embeddings.weight": (self.max_position_embeddings, e),
+                  **norm("bert.embeddings", e)}
+        if self.type_vocab_size:
+            shapes["bert.embeddings.token_type_embeddings.weight"] = (self.type_vocab_size, e)
+        if self.embedding_size:
+            shapes.update(dense("bert.embeddings_project", d, e))
+        for i in range(1 if self.shared_layers else self.num_hidden_layers):
             layer = f"bert.encoder.layer.{i}"
             for name in ("query", "key", "value"):
                 shapes.update(dense(f"{layer}.attention.self.{name}", d, d))
@@ -145,10 +189,13 @@ class BertConfig:
         if pooler or nsp:
             shapes.update(dense("bert.pooler.dense", d, d))
         if mlm:  # the decoder is tied to the word embeddings: only its bias is a weight of its own
-            shapes.update({"cls.predictions.bias": (vocab,), **dense("cls.predictions.transform.dense", d, d),
-                           **norm("cls.predictions.transform")})
+            shapes.update({"cls.predictions.bias": (vocab,), **dense("cls.predictions.transform.dense", e, d),
+                           **norm("cls.predictions.transform", e)})
         if nsp:
             shapes.update(dense("cls.seq_relationship", 2, d))
+        if rtd:
+            shapes.update({**dense("cls.discriminator.dense", d, d),
+                           **dense("cls.discriminator.dense_prediction", 1, d)})
         return shapes
 
     def num_parameters(self, *, mlm: bool = True, nsp: bool = True, pooler: bool = True) -> int:
@@ -156,10 +203,11 @@ class BertConfig:
         return sum(math.prod(shape) for shape in self.weight_shapes(mlm=mlm, nsp=nsp, pooler=pooler).values())
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields, less the family ones at BERT's defaults (a BERT's config.json is unchanged)."""
+        return {k: v for k, v in asdict(self).items() if k not in _FAMILY_DEFAULTS or v != _FAMILY_DEFAULTS[k]}
 
     def to_hf_dict(self, architecture: str = "BertForPreTraining") -> dict:
-        return {"architectures": [architecture], "model_type": "bert", **asdict(self)}
+        return {"architectures": [architecture], "model_type": "bert", **self.to_dict()}
 
     @classmethod
     def from_dict(cls, data: object) -> "BertConfig":
@@ -173,12 +221,15 @@ class BertConfig:
         if model_type != "bert":
             raise ConfigError(f"this is a {show(model_type)} model, not a BERT (model_type must be 'bert')"
                               if isinstance(model_type, str) else f"model_type must be 'bert', got {show(model_type)}")
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - set(_FAMILY_DEFAULTS)
         kwargs = {k: v for k, v in data.items() if k in known}
         if kwargs.get("pad_token_id", 0) is None:  # some configs write null: BERT pads with id 0
             del kwargs["pad_token_id"]
         return cls(**kwargs)
 
+
+_FAMILY_DEFAULTS = {"family": "bert", "position_offset": 0, "embedding_size": 0, "head_act": "",
+                    "shared_layers": False}
 
 # name -> (layers, hidden, heads); intermediate is 4 x hidden, as in Turc et al. (2019).
 PRESET_SHAPES = {

@@ -51,24 +51,40 @@ class BertOutput:
     hidden_states: tuple[torch.Tensor, ...]  # L + 1 tensors (B, T, d): embeddings, then each layer
     pooled: torch.Tensor | None  # (B, d) tanh(W [CLS] + b), the NSP head's input
     trace: list[AttentionSteps] | None  # one per layer, with trace=True
+    rtd_logits: torch.Tensor | None = None  # (B, T): ELECTRA's "was this token replaced?" logit; None without
 
 
 class Embeddings(nn.Module):
-    """token + position + segment embeddings, then LayerNorm and dropout."""
+    """token + position + segment embeddings, then LayerNorm and dropout.
+
+    Family differences: DistilBERT has no segment embeddings, RoBERTa has one row and counts positions
+    from pad_token_id + 1 (padding keeps position pad_token_id), ELECTRA and ALBERT make these vectors
+    narrower than the layers (embedding_size; the encoder model projects them up)."""
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size, padding_idx=cfg.pad_token_id)
-        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
-        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
-        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        width = cfg.embedding_width
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, width, padding_idx=cfg.pad_token_id)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, width)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, width) if cfg.type_vocab_size else None
+        self.LayerNorm = nn.LayerNorm(width, eps=cfg.layer_norm_eps)
         self.dropout = Dropout(cfg.hidden_dropout_prob)
+        self.offset, self.pad_id, self.segments = cfg.position_offset, cfg.pad_token_id, cfg.type_vocab_size
         self.register_buffer("positions", torch.arange(cfg.max_position_embeddings), persistent=False)
 
+    def position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """(T,), or (B, T) with RoBERTa's offset: pad + 1, pad + 2, ... for real tokens, pad for padding."""
+        if not self.offset:
+            return self.positions[: input_ids.shape[1]]
+        real = input_ids.ne(self.pad_id)
+        return torch.cumsum(real, dim=1) * real + (self.offset - 1)
+
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        positions = self.positions[: input_ids.shape[1]]  # (T,)
-        x = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-             + self.position_embeddings(positions))  # (B, T, d)
+        x = self.word_embeddings(input_ids)  # (B, T, e); summed in transformers' order, so rounding matches
+        if self.token_type_embeddings is not None:  # one row (RoBERTa): every token is segment 0
+            segments = token_type_ids if self.segments > 1 else torch.zeros_like(input_ids)
+            x = x + self.token_type_embeddings(segments)
+        x = x + self.position_embeddings(self.position_ids(input_ids))
         return self.dropout(self.LayerNorm(x))
 
 
@@ -136,9 +152,12 @@ class EncoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
+    """The layers; with shared_layers (ALBERT) one layer object at every depth, so its weights count once."""
+
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.layer = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        shared = EncoderLayer(cfg) if cfg.shared_layers else None
+        self.layer = nn.ModuleList(shared or EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
 
 
 class Pooler(nn.Module):
@@ -158,20 +177,23 @@ class BertEncoderModel(nn.Module):
     def __init__(self, cfg: BertConfig, pooler: bool = True):
         super().__init__()
         self.embeddings = Embeddings(cfg)
+        # ELECTRA and ALBERT: narrow embeddings projected up to the layers' width
+        self.embeddings_project = Linear(cfg.embedding_size, cfg.hidden_size) if cfg.embedding_size else None
         self.encoder = Encoder(cfg)
         self.pooler = Pooler(cfg) if pooler else None
 
 
 class MLMHead(nn.Module):
-    """dense -> act -> LayerNorm -> logits with the token embeddings as decoder (tied) plus a bias."""
+    """dense -> act -> LayerNorm -> logits with the token embeddings as decoder (tied) plus a bias.
+    With factorised embeddings (ELECTRA's generator, ALBERT) dense maps down to embedding_size."""
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.transform = nn.Module()
-        self.transform.dense = Linear(cfg.hidden_size, cfg.hidden_size)
-        self.transform.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.transform.dense = Linear(cfg.hidden_size, cfg.embedding_width)
+        self.transform.LayerNorm = nn.LayerNorm(cfg.embedding_width, eps=cfg.layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
-        self.act = ACT_FNS[cfg.hidden_act]
+        self.act = ACT_FNS[cfg.head_activation]
         self._packed_decoder = PackedWeightCache()
 
     def forward(self, hidden: torch.Tensor, decoder_weight: torch.Tensor) -> torch.Tensor:
@@ -179,13 +201,28 @@ class MLMHead(nn.Module):
         return linear(h, decoder_weight, self.bias, self._packed_decoder)  # (..., V)
 
 
-class Heads(nn.Module):
-    """HF's `cls`: the MLM head (`predictions`) and the NSP head (`seq_relationship`)."""
+class ReplacedTokenHead(nn.Module):
+    """ELECTRA's discriminator: dense -> act -> one logit per token, "this token was replaced"."""
 
-    def __init__(self, cfg: BertConfig, mlm: bool, nsp: bool):
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.dense = Linear(cfg.hidden_size, cfg.hidden_size)
+        self.dense_prediction = Linear(cfg.hidden_size, 1)
+        self.act = ACT_FNS[cfg.hidden_act]
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.dense_prediction(self.act(self.dense(hidden))).squeeze(-1)  # (B, T)
+
+
+class Heads(nn.Module):
+    """HF's `cls`: the MLM head (`predictions`), the NSP head (`seq_relationship`) and, for an ELECTRA
+    discriminator, the replaced-token head (`discriminator`)."""
+
+    def __init__(self, cfg: BertConfig, mlm: bool, nsp: bool, rtd: bool = False):
         super().__init__()
         self.predictions = MLMHead(cfg) if mlm else None
         self.seq_relationship = Linear(cfg.hidden_size, 2) if nsp else None
+        self.discriminator = ReplacedTokenHead(cfg) if rtd else None
 
 
 class BertForPreTraining(nn.Module):
@@ -196,12 +233,13 @@ class BertForPreTraining(nn.Module):
     the fused kernel slower).
     """
 
-    def __init__(self, cfg: BertConfig, *, mlm_head: bool = True, nsp_head: bool = True, pooler: bool = True):
+    def __init__(self, cfg: BertConfig, *, mlm_head: bool = True, nsp_head: bool = True, pooler: bool = True,
+                 rtd_head: bool = False):
         super().__init__()
         self.config = cfg
         self.attention_backend = "auto"
         self.bert = BertEncoderModel(cfg, pooler=pooler or nsp_head)
-        self.cls = Heads(cfg, mlm=mlm_head, nsp=nsp_head)
+        self.cls = Heads(cfg, mlm=mlm_head, nsp=nsp_head, rtd=rtd_head)
         self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -226,6 +264,11 @@ class BertForPreTraining(nn.Module):
         return self.cls.seq_relationship is not None
 
     @property
+    def has_rtd(self) -> bool:
+        """An ELECTRA discriminator's replaced-token head."""
+        return self.cls.discriminator is not None
+
+    @property
     def architecture(self) -> str:
         """The Hugging Face class this model's weights correspond to."""
         if self.has_mlm and self.has_nsp:
@@ -235,6 +278,8 @@ class BertForPreTraining(nn.Module):
     @property
     def heads(self) -> str:
         """Its heads in a few words, for the model card."""
+        if self.has_rtd:
+            return "replaced-token detection (ELECTRA's discriminator), no MLM head"
         return "MLM + NSP" if self.has_mlm and self.has_nsp else "MLM only" if self.has_mlm else \
             "NSP only" if self.has_nsp else "none (encoder only)"
 
@@ -267,12 +312,14 @@ class BertForPreTraining(nn.Module):
         masked_positions: (B, T) bool; if given, MLM logits only there, as (N, V).
         heads=False: the encoder and pooler only (HF's `BertModel`), no MLM or NSP logits."""
         T = input_ids.shape[1]
-        if T > self.config.max_position_embeddings:
-            raise ValueError(f"{T} tokens exceed max_position_embeddings={self.config.max_position_embeddings}")
+        if T > self.config.max_tokens:
+            raise ValueError(f"{T} tokens exceed the {self.config.max_tokens} positions this model has")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         options = self._attention_options(input_ids, attention_mask, causal, trace)
-        x = self.bert.embeddings(input_ids, token_type_ids)  # (B, T, d)
+        x = self.bert.embeddings(input_ids, token_type_ids)  # (B, T, e)
+        if self.bert.embeddings_project is not None:
+            x = self.bert.embeddings_project(x)  # (B, T, d)
         hidden, steps = [x], []
         for i, layer in enumerate(self.bert.encoder.layer):
             layer_options = options if head_mask is None else replace(options, head_mask=head_mask[i])  # row (H,)
@@ -293,5 +340,6 @@ class BertForPreTraining(nn.Module):
             mlm_logits = self.mlm_head(selected)
         if self.has_nsp and heads:
             nsp_logits = self.cls.seq_relationship(pooled)
+        rtd_logits = self.cls.discriminator(x) if self.has_rtd and heads else None
         return BertOutput(mlm_logits=mlm_logits, nsp_logits=nsp_logits, hidden_states=hidden,
-                          pooled=pooled, trace=trace)
+                          pooled=pooled, trace=trace, rtd_logits=rtd_logits)

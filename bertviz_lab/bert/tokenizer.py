@@ -3,8 +3,12 @@
 `WordPieceTokenizer` wraps a `tokenizers.Tokenizer` set up exactly like
 transformers' `BertTokenizerFast` (BERT normalizer, BERT pre-tokenizer, WordPiece
 model and decoder, `[CLS] A [SEP] B [SEP]` template), so ids match a real BERT
-checkpoint. `Encoding` is the frozen result of one `encode` call, carrying what the
-app needs to draw tokens: offsets, segment and sequence ids, word ids, truncation.
+checkpoint. The rest of the family brings its own pipeline in `tokenizer.json`
+(RoBERTa's byte-level BPE, XLM-R's and ALBERT's SentencePiece Unigram, with their own
+special tokens such as `<s>` and `<mask>`): `from_dir` reads it as it is, so the same
+class tokenizes for every family. `Encoding` is the frozen result of one `encode`
+call, carrying what the app needs to draw tokens: offsets, segment and sequence ids,
+word ids, truncation.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 # Tokens that only frame the input; [MASK] and [UNK] stand for real words.
 FRAME_TOKENS = frozenset({CLS, SEP, PAD})
+# Each special token's role -> BERT's spelling; other families spell them their way (`specials`).
+ROLES = {"pad": PAD, "unk": UNK, "cls": CLS, "sep": SEP, "mask": MASK}
 # ASCII-only so exotic case folds (e.g. the long s "ſ") never turn into a mask.
 _TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE | re.ASCII)
 _MIN_LENGTH = {False: 3, True: 5}  # specials plus one token per text (single, pair)
@@ -52,12 +58,12 @@ class Encoding:
 
     @property
     def special_mask(self) -> list[bool]:
-        """True where the token is [CLS], [SEP] or [PAD]."""
-        return [tok in FRAME_TOKENS for tok in self.tokens]
+        """True where the token only frames the input: [CLS] and [SEP] (RoBERTa: <s> and </s>)."""
+        return [s is None for s in self.sequence_ids]
 
 
-def _check_vocab(tokens: list[str]) -> None:
-    """Raise CheckpointError unless `tokens` can serve as a BERT vocabulary."""
+def _check_vocab(tokens: list[str], specials: dict[str, str] = ROLES) -> None:
+    """Raise CheckpointError unless `tokens` can serve as a vocabulary with these special tokens."""
     seen: dict[str, int] = {}
     for i, tok in enumerate(tokens):
         if not isinstance(tok, str) or not tok or "\n" in tok or "\r" in tok:
@@ -65,10 +71,10 @@ def _check_vocab(tokens: list[str]) -> None:
         if tok in seen:
             raise CheckpointError(f"Vocabulary lists the token {tok!r} twice (ids {seen[tok]} and {i}).")
         seen[tok] = i
-    missing = [tok for tok in SPECIAL_TOKENS if tok not in seen]
+    missing = [tok for tok in specials.values() if tok not in seen]
     if missing:
         raise CheckpointError(f"Vocabulary has no {', '.join(missing)} token; "
-                              f"BERT needs all of {', '.join(SPECIAL_TOKENS)}.")
+                              f"the model needs all of {', '.join(specials.values())}.")
 
 
 def _build(vocab: dict[str, int], lowercase: bool) -> Tokenizer:
@@ -119,17 +125,20 @@ def _check_whole(value: object, name: str, minimum: int, context: str = "") -> N
 class WordPieceTokenizer:
     """A BERT WordPiece tokenizer with a small, student-friendly API."""
 
-    def __init__(self, tokenizer: Tokenizer, lowercase: bool = True):
+    def __init__(self, tokenizer: Tokenizer, lowercase: bool = True, specials: dict[str, str] | None = None,
+                 kind: str = "WordPiece"):
         if not isinstance(tokenizer, Tokenizer):
             raise TypeError(f"expected a tokenizers.Tokenizer, got {type(tokenizer).__name__}")
         by_id = {i: t for t, i in tokenizer.get_vocab(with_added_tokens=True).items()}
         if sorted(by_id) != list(range(len(by_id))):
             raise CheckpointError("Tokenizer vocabulary ids have gaps; expected ids 0..N-1.")
         self._vocab = [by_id[i] for i in range(len(by_id))]
-        _check_vocab(self._vocab)
+        self.specials = dict(specials or ROLES)  # role (pad, unk, cls, sep, mask) -> this tokenizer's token
+        _check_vocab(self._vocab, self.specials)
         self._ids = {t: i for i, t in enumerate(self._vocab)}
         self._tok = tokenizer
         self.lowercase = bool(lowercase)
+        self.kind = kind  # "WordPiece", "byte-level BPE" or "SentencePiece Unigram", for the pages
 
     @classmethod
     def from_vocab(cls, tokens: list[str], lowercase: bool = True) -> WordPieceTokenizer:
@@ -161,20 +170,24 @@ class WordPieceTokenizer:
         return cls.from_vocab(lines, lowercase)
 
     @classmethod
-    def from_dir(cls, directory: str | os.PathLike, max_tokens: int | None = None) -> WordPieceTokenizer:
-        """Load vocab.txt (and do_lower_case from tokenizer_config.json) from a folder."""
+    def from_dir(cls, directory: str | os.PathLike, max_tokens: int | None = None,
+                 specials: dict[str, str] | None = None, prefer_json: bool = False) -> WordPieceTokenizer:
+        """Load a folder's tokenizer: vocab.txt (and do_lower_case from tokenizer_config.json) for a
+        WordPiece model, else tokenizer.json. `specials`: the family's special tokens, when the folder's
+        tokenizer_config.json does not name them; `prefer_json`: read tokenizer.json even if vocab.txt
+        is there (a family whose vocab.txt is not WordPiece)."""
+        from bertviz_lab.bert.tokenizer_json import from_json, read_settings  # noqa: PLC0415 (they import this)
+
         folder = files.check_path(directory, "tokenizer folder", CheckpointError)
-        if not os.path.lexists(folder / "vocab.txt"):
-            raise CheckpointError(f"No vocab.txt in {folder}; is this a BERT checkpoint folder?")
-        lowercase = True  # transformers' default when the config does not say
-        config = folder / "tokenizer_config.json"
-        if os.path.lexists(config):
-            settings = files.read_json(config, "tokenizer_config.json", error=CheckpointError)
-            if not isinstance(settings, dict):
-                raise CheckpointError(f"{config} should hold a JSON object of settings.")
-            lowercase = settings.get("do_lower_case", True)
-            if not isinstance(lowercase, bool):
-                raise CheckpointError(f"{config} must set do_lower_case to true or false.")
+        settings = read_settings(folder)
+        has_json, has_vocab = (os.path.lexists(folder / name) for name in ("tokenizer.json", "vocab.txt"))
+        if has_json and (prefer_json or not has_vocab):
+            return from_json(folder / "tokenizer.json", settings, specials or ROLES, max_tokens)
+        if not has_vocab:
+            raise CheckpointError(f"No vocab.txt or tokenizer.json in {folder}; is this a model folder?")
+        lowercase = settings.get("do_lower_case", True)  # transformers' default when the config does not say
+        if not isinstance(lowercase, bool):
+            raise CheckpointError(f"{folder / 'tokenizer_config.json'} must set do_lower_case to true or false.")
         return cls.from_vocab_file(folder / "vocab.txt", lowercase, max_tokens)
 
     @classmethod
@@ -251,6 +264,10 @@ class WordPieceTokenizer:
     def _prepare(self, text: str) -> str:
         # transformers only matches "[MASK]" exactly; an uncased model should also
         # accept "[mask]". Same length, so offsets into the user's text still hold.
+        # A family whose mask is "<mask>" (six characters too) takes a typed [MASK] as its own.
+        mask = self.specials["mask"]
+        if mask != MASK and len(mask) == len(MASK):
+            return _TYPED_MASK.sub(mask, text)
         return _TYPED_MASK.sub(MASK, text) if self.lowercase else text
 
     def _select(self, full: RawEncoding, keep: list[int], truncated: int) -> Encoding:
@@ -295,13 +312,32 @@ class WordPieceTokenizer:
     def id_to_token(self, i: int) -> str:
         return self._vocab[self._check_id(i)]
 
-    # The five special ids; _check_vocab guarantees each token exists.
-    pad_id = property(lambda self: self._ids[PAD])
-    unk_id = property(lambda self: self._ids[UNK])
-    cls_id = property(lambda self: self._ids[CLS])
-    sep_id = property(lambda self: self._ids[SEP])
-    mask_id = property(lambda self: self._ids[MASK])
+    # The five special ids and tokens; _check_vocab guarantees each token exists.
+    pad_id = property(lambda self: self._ids[self.specials["pad"]])
+    unk_id = property(lambda self: self._ids[self.specials["unk"]])
+    cls_id = property(lambda self: self._ids[self.specials["cls"]])
+    sep_id = property(lambda self: self._ids[self.specials["sep"]])
+    mask_id = property(lambda self: self._ids[self.specials["mask"]])
+    mask_token = property(lambda self: self.specials["mask"])
+    unk_token = property(lambda self: self.specials["unk"])
 
     @property
     def special_ids(self) -> frozenset[int]:
-        return frozenset(self._ids[t] for t in SPECIAL_TOKENS)
+        return frozenset(self._ids[t] for t in self.specials.values())
+
+    @property
+    def frame_tokens(self) -> frozenset[str]:
+        """Tokens that only frame the input: [CLS], [SEP], [PAD] or this family's spelling of them."""
+        return frozenset(self.specials[r] for r in ("cls", "sep", "pad"))
+
+    def piece(self, token: str) -> tuple[str, bool]:
+        """A token as a reader sees it, and whether it starts a word: "##ing" -> ("ing", False);
+        byte-level BPE's "Ġcat" and SentencePiece's "▁cat" -> ("cat", True)."""
+        if token in self.specials.values():
+            return token, True
+        if self.kind == "WordPiece":
+            return (token[2:], False) if token.startswith("##") and len(token) > 2 else (token, True)
+        if self.kind == "byte-level BPE" and self._tok.decoder is not None:  # "Ġcaf" "Ã©" -> " caf" "é"
+            token = self._tok.decoder.decode([token]).replace(" ", "▁")
+        return (token[1:], True) if token.startswith("▁") and len(token) > 1 else (token, False)
+

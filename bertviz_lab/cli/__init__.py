@@ -14,6 +14,9 @@ publish     evaluate a run's last checkpoint and copy it, with a model card, to 
 runs        list, stop, resume or delete the pretraining and fine-tuning runs under $BERTVIZ_RUNS
             (default runs/): the functions the Pretrain and Fine-tune pages' buttons call
 
+Every --checkpoint takes a model folder or a Hugging Face Hub id (bert-base-uncased, org/name): a folder
+that exists wins; a Hub id opens from the Hugging Face cache, downloaded into it the first time.
+
 explore.py holds predict, similarity, lens, heads and info; finetune.py finetune and classify; training.py
 train, publish and runs. They sit on views/, finetune/ and pretrain/ and import them lazily, so
 `--help` is instant. User mistakes print one line on stderr and exit with status 2; nothing a user

@@ -1,19 +1,54 @@
-"""What every command shares: the exit status of a user's mistake, loading `--checkpoint`, and text
-from files (run records, model cards, labels) made safe to print on one line."""
+"""What every command shares: the exit status of a user's mistake, loading `--checkpoint` (a folder or a
+Hugging Face Hub id), and text from files (run records, model cards, labels) made safe to print on one line."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 EXIT_USAGE = 2
+CHECKPOINT_HELP = "a model folder or a Hugging Face Hub id (bert-base-uncased, org/name)"
 
 
 def load(args):
-    """The checkpoint of `--checkpoint`, on the device of `--device`."""
+    """The checkpoint of `--checkpoint`, on the device of `--device` (the CPU for commands without one).
+
+    A folder that exists wins; otherwise a Hub id opens from the Hugging Face cache, or is downloaded
+    into it first with a progress bar on stderr.
+    """
+    from bertviz_lab.bert import hub
     from bertviz_lab.bert.checkpoint import load_checkpoint
     from bertviz_lab.bert.device import resolve_device
 
-    return load_checkpoint(args.checkpoint, device=resolve_device(args.device))
+    folder = args.checkpoint
+    if hub.looks_like_hub_id(folder) and not os.path.lexists(folder):
+        with DownloadBar() as bar:
+            folder = hub.fetch(folder, progress=bar)
+    return load_checkpoint(folder, device=resolve_device(getattr(args, "device", "cpu")))
+
+
+class DownloadBar:
+    """`hub.fetch`'s progress as a tqdm bar on stderr, drawn only once bytes arrive (a cached model draws none)."""
+
+    def __init__(self) -> None:
+        self.bar = None
+
+    def __call__(self, done: int, total: int, filename: str) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None:
+            self.bar = tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc=filename)
+        self.bar.total = total
+        self.bar.set_description_str(filename, refresh=False)
+        self.bar.update(done - self.bar.n)
+
+    def __enter__(self) -> DownloadBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def one_line(value) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from bertviz_lab.cli.common import load, one_line, printable
+from bertviz_lab.cli.common import CHECKPOINT_HELP, load, one_line, printable
 from bertviz_lab.errors import InputError
 
 
 def add_parsers(sub) -> None:
     predict = sub.add_parser("predict", help="top-k guesses for each [MASK] in a sentence")
-    predict.add_argument("--checkpoint", required=True, help="model folder (Hugging Face layout)")
+    predict.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     predict.add_argument("--top-k", type=int, default=5)
     predict.add_argument("--json", action="store_true", help="print JSON instead of a table")
     predict.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -27,11 +27,11 @@ def add_parsers(sub) -> None:
     heads.add_argument("sentences", nargs="*", help="sentences to score (default: the built-in probe set, "
                                                     "which also scores determiner, subject and pronoun links)")
     for command in (similarity, lens, heads):
-        command.add_argument("--checkpoint", required=True, help="model folder (Hugging Face layout)")
+        command.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
         command.add_argument("--json", action="store_true", help="print JSON instead of a table")
         command.add_argument("--device", default="auto", help="auto, cpu or cuda")
     info = sub.add_parser("info", help="the model card of a checkpoint")
-    info.add_argument("--checkpoint", required=True)
+    info.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     info.add_argument("--json", action="store_true")
 
 
@@ -133,20 +133,21 @@ def cmd_heads(args) -> int:
 def model_card(ckpt) -> dict:
     cfg, model = ckpt.config, ckpt.model
     return {
-        "path": str(ckpt.path), "architecture": model.architecture,
+        "path": str(ckpt.path), "family": ckpt.family.title, "tokenizer": ckpt.tokenizer.kind,
+        "architecture": model.architecture if cfg.family == "bert" else f"{ckpt.family.title}, read as BERT",
         "layers": cfg.num_hidden_layers, "heads": cfg.num_attention_heads, "hidden_size": cfg.hidden_size,
         "head_dim": cfg.head_dim, "intermediate_size": cfg.intermediate_size, "activation": cfg.hidden_act,
-        "max_tokens": cfg.max_position_embeddings, "vocab_size": ckpt.tokenizer.vocab_size,
+        "max_tokens": cfg.max_tokens, "vocab_size": ckpt.tokenizer.vocab_size,
         "parameters": model.num_parameters(), "mlm_head": model.has_mlm, "nsp_head": model.has_nsp,
+        **({"replaced_token_head": True} if model.has_rtd else {}),
+        **({"lacks": ckpt.family.lacks} if ckpt.family.lacks else {}),
         **({"labels": list(model.labels)} if hasattr(model, "labels") else {}),
         **({"training": ckpt.card} if ckpt.card else {}),
     }
 
 
 def cmd_info(args) -> int:
-    from bertviz_lab.bert.checkpoint import load_checkpoint
-
-    card = model_card(load_checkpoint(args.checkpoint))
+    card = model_card(load(args))  # on the CPU: info has no --device
     if args.json:
         print(json.dumps(card, indent=2))
         return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bertviz_lab.cli.common import load, printable
+from bertviz_lab.cli.common import CHECKPOINT_HELP, load, printable
 from bertviz_lab.errors import ConfigError, InputError
 
 FLAGS = {"checkpoint": "--from", "scratch": "--from-scratch"}  # FinetuneConfig field -> flag, where not --name
@@ -19,7 +19,7 @@ def flag_of(name: str) -> str:
 
 def add_classify_parser(sub) -> None:
     classify = sub.add_parser("classify", help="a fine-tuned checkpoint's classes for a sentence (or tags per token)")
-    classify.add_argument("--checkpoint", required=True, help="a fine-tuned model folder (Hugging Face layout)")
+    classify.add_argument("--checkpoint", required=True, help="a fine-tuned " + CHECKPOINT_HELP.removeprefix("a "))
     classify.add_argument("--json", action="store_true", help="print JSON instead of a table")
     classify.add_argument("--device", default="auto", help="auto, cpu or cuda")
     classify.add_argument("text", help="the sentence to classify (or tag)")

@@ -64,3 +64,21 @@ def confidence_strip(rows: pd.DataFrame | list[dict], max_entropy: float, title:
     fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 8 else 0)
     fig.update_yaxes(title=column, range=[0, max_entropy * 1.15])
     return house_layout(fig, title, height=340)
+
+
+def replaced_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -> go.Figure:
+    """ELECTRA's discriminator: each token's probability of having been replaced, in sentence order.
+
+    rows: columns "position", "token" and "p(replaced)" (as `views.predict.replaced_rows` returns them).
+    """
+    table = pd.DataFrame(rows)
+    labels = [f"{p} · {html.escape(str(t))}" for p, t in zip(table["position"], table["token"])]
+    probs = table["p(replaced)"].astype(float).tolist()
+    fig = go.Figure(go.Bar(
+        x=labels, y=probs, marker_color=[("#d62728" if p > 0.5 else BAR_COLOR) for p in probs],
+        text=[f"{p:.0%}" for p in probs], textposition="outside", textfont=dict(size=14), cliponaxis=False,
+        hovertemplate="%{x}<br>p(replaced) %{y:.4f}<extra></extra>"))
+    fig.add_hline(y=0.5, line_dash="dash", line_color=LINE_COLOR)  # the title names it: no label over the bars
+    fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 10 else 0)
+    fig.update_yaxes(title="p(replaced)", range=[0, 1.12], tickformat=".0%")
+    return house_layout(fig, title, height=360)

@@ -132,6 +132,9 @@ class FineTuner(Loop):
         base = self._latest() if resume else None if cfg.scratch else load_checkpoint(cfg.checkpoint)
         if base is not None:
             self.tokenizer, model_cfg = base.tokenizer, base.config
+            if model_cfg.family != "bert":  # runs save BERT checkpoints, which this model's weights are not
+                raise ConfigError(f"fine-tuning starts from a BERT checkpoint; this is a {model_cfg.family} model, "
+                                  "which this lab can explore but not fine-tune")
         else:
             self.tokenizer = builtin_tokenizer()
             model_cfg = cfg.scratch_config(self.tokenizer.vocab_size)

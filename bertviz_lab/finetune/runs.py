@@ -27,6 +27,9 @@ def check(cfg: FinetuneConfig) -> None:
     data.task_of(cfg)  # the CSV is read and checked (a built-in task is made once and cached)
     if cfg.checkpoint:
         model_cfg = load_checkpoint(cfg.checkpoint).config
+        if model_cfg.family != "bert":  # a run saves BERT checkpoints; this one's weights would not load as it
+            raise ConfigError(f"fine-tuning starts from a BERT checkpoint; this is a {model_cfg.family} model, "
+                              "which this lab can explore but not fine-tune")
     else:
         model_cfg = cfg.scratch_config(builtin_tokenizer().vocab_size)
     if cfg.seq_len > model_cfg.max_position_embeddings:

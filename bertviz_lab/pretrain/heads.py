@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertviz_lab.bert.tokenizer import CLS, SEP, Encoding
+from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.corpus.probes import PROBES, SYNTACTIC_ROLES, ProbeSentence
 from bertviz_lab.errors import InputError
 
@@ -83,16 +83,17 @@ def attention(model, encodings: list[Encoding]) -> list[np.ndarray]:
         model.train(training)
 
 
-def positional(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
-    """One sentence's positional scores, role -> (L, H): the mean over its word tokens (1 .. T-2)."""
+def positional(weights: np.ndarray, sequence_ids: list[int | None]) -> dict[str, np.ndarray]:
+    """One sentence's positional scores, role -> (L, H): the mean over its word tokens (1 .. T-2).
+    The frame tokens are those of no sequence: [CLS] first, [SEP] after each text (RoBERTa: <s>, </s>)."""
     T = weights.shape[-1]
     rows = np.arange(1, T - 1)  # the word tokens: all but [CLS] and the final [SEP]
-    seps = [i for i, tok in enumerate(tokens) if tok == SEP]
+    seps = [i for i, s in enumerate(sequence_ids) if s is None and i > 0]
     picked = {
         "previous": weights[:, :, rows, rows - 1],  # (L, H, W)
         "next": weights[:, :, rows, rows + 1],
         "self": weights[:, :, rows, rows],
-        "cls": weights[:, :, rows, 0] if tokens[0] == CLS else np.zeros_like(weights[:, :, rows, 0]),
+        "cls": weights[:, :, rows, 0] if sequence_ids[0] is None else np.zeros_like(weights[:, :, rows, 0]),
         "sep": weights[:, :, rows][..., seps].sum(-1),
     }
     return {role: values.mean(-1) for role, values in picked.items()}
@@ -116,7 +117,7 @@ def linked(weights: np.ndarray, encoding: Encoding, probe: ProbeSentence) -> dic
 def roles_of(weights: list[np.ndarray], encodings: list[Encoding],
              probes: list[ProbeSentence] | None = None) -> dict[str, np.ndarray]:
     """Every role's score, role -> (L, H), from each sentence's attention (and, for probes, its links)."""
-    per_sentence = [positional(w, e.tokens) for w, e in zip(weights, encodings)]
+    per_sentence = [positional(w, e.sequence_ids) for w, e in zip(weights, encodings)]
     scores = {role: np.mean([s[role] for s in per_sentence], axis=0) for role in POSITIONAL_ROLES}
     if probes is not None:
         found = [linked(w, e, p) for w, e, p in zip(weights, encodings, probes)]
@@ -133,7 +134,7 @@ def head_roles(model, tokenizer, sentences: list[str] | None = None) -> HeadRole
     texts = [p.text for p in PROBES] if probes else list(sentences)
     if len(texts) > MAX_SENTENCES:
         raise InputError(f"{len(texts)} sentences: give at most {MAX_SENTENCES}")
-    encodings = [encode(tokenizer, model.config.max_position_embeddings, t) for t in texts]
+    encodings = [encode(tokenizer, model.config.max_tokens, t) for t in texts]
     weights = attention(model, encodings)
     return HeadRoles(texts, model.config.num_hidden_layers, model.config.num_attention_heads,
                      roles_of(weights, encodings, probes))

@@ -74,7 +74,7 @@ def word_positions(model, tokenizer) -> dict:
 
 def take(model, tokenizer, step: int) -> dict | None:
     """The snapshot of `model` at `step`; None when no probe sentence fits the model."""
-    limit = model.config.max_position_embeddings
+    limit = model.config.max_tokens
     probes, plain, masked = [], [], []
     for probe in PROBES:
         try:

@@ -100,7 +100,7 @@ def try_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     task = task_of(run)
     ckpt = cached_checkpoint(str(run.checkpoint), device_name())
     if state.get(K.TRY_RUN) != run.name:  # another run: start from its first dev example that fits the model
-        first = vf.first_fitting(task.dev, ckpt.tokenizer, ckpt.config.max_position_embeddings)
+        first = vf.first_fitting(task.dev, ckpt.tokenizer, ckpt.config.max_tokens)
         state.put(K.TEXT, first.text if first else "")
         state.put(K.TEXT_B, (first.text_b or "") if first else "")
         state.put(K.TRY_RUN, run.name)

@@ -3,21 +3,29 @@
 Models load once per process (`st.cache_resource`) and are shared by every
 session, so switching back to a model is instant. A folder that fails to load
 leaves the previous model active and says why; CUDA without a GPU falls back to
-the CPU with a note. In classroom mode a visitor's folder box opens only folders
-under checkpoints/ and runs/, and the messages a visitor reads name no server path.
+the CPU with a note. The picker and the folder box also take Hugging Face Hub ids
+(bert/hub.py): one already in the Hugging Face cache opens at once, any other is
+downloaded first, with a progress bar, before the picker is drawn. In classroom mode
+a visitor's folder box opens only folders under checkpoints/ and runs/ and Hub models
+already in the cache (never a download), and the messages a visitor reads name no server path.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint, markdown_safe
+from bertviz_lab.bert import hub
+from bertviz_lab.bert.card import markdown_safe
+from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
 from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available, describe_devices
 from bertviz_lab.errors import CheckpointError, LabError
-from bertviz_lab.files import check_path
+from bertviz_lab.files import check_path, describe_bytes
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import classroom, state
 from bertviz_lab.ui.router import ensure_router
@@ -27,6 +35,9 @@ from bertviz_lab.ui.state import Model as K
 log = logging.getLogger("bertviz_lab")
 DEFAULT_CHECKPOINT = Path(K.PATH.default)
 DEVICE_LABELS = {"auto": "Auto", "cpu": "CPU", "cuda": "CUDA"}
+BOX = "Open a model folder or a Hub id"
+# What a visitor reads for a Hub id that is not in the cache (a visitor never starts a download).
+NOT_CACHED = "{} is not among the Hub models this lab has downloaded: the teacher has to open it once first."
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=6)
@@ -36,7 +47,9 @@ def cached_checkpoint(path: str, device: str = "cpu") -> Checkpoint:
 
 
 def available_models() -> dict[str, str]:
-    """Label -> folder: shipped checkpoints, then finished or stopped runs with a checkpoint."""
+    """Label -> what to open: shipped checkpoints and finished or stopped runs with a checkpoint (their
+    folders), then Hub models (their ids): those in the Hugging Face cache and, for the owner, the
+    suggested ones not downloaded yet."""
     found = {}
     for folder in sorted(SHIPPED.iterdir()) if SHIPPED.is_dir() else []:
         if (folder / "config.json").is_file():
@@ -45,6 +58,11 @@ def available_models() -> dict[str, str]:
         if run.status in ("finished", "stopped") and run.checkpoint is not None:
             what = "fine-tuned" if run.kind == "finetune" else "run"
             found[f"{what} {run.name} ({run.status}, step {run.step})"] = str(run.checkpoint)
+    cached = hub.cached_models()
+    found.update({f"{repo_id} (Hub, cached)": repo_id for repo_id in cached})
+    if classroom.is_owner():
+        found.update({f"{s.repo_id} (Hub, download ~{s.size})": s.repo_id for s in hub.SUGGESTED
+                      if s.repo_id not in cached})
     return found
 
 
@@ -61,11 +79,44 @@ def visitor_roots() -> dict[str, Path]:
     return {"checkpoints": SHIPPED, "runs": runs.runs_root()}
 
 
-def _folder(path: str) -> str:
-    """The folder to load for `path`: the owner's as typed; a visitor's resolved and inside visitor_roots()."""
+class _Download(Exception):
+    """A Hub id the owner opened that is not in the cache yet: the sidebar downloads it on its next run."""
+
+
+class _NotCached(LabError):
+    """A Hub id a visitor opened that is not in the cache: a visitor never starts a download."""
+
+
+def _is_hub(text: str) -> bool:
+    """True if `text` means a Hub model: it looks like a Hub id and names nothing on disk (a local folder
+    wins), read as this session reads paths (a visitor's relative to the lab, as visitor_folder does)."""
+    if not hub.looks_like_hub_id(text):
+        return False
+    path = Path(text)
+    if not classroom.is_owner():
+        head, *rest = path.parts
+        roots = visitor_roots()
+        path = Path(roots[head]).joinpath(*rest) if head in roots else classroom.ROOT / path
+    return not os.path.lexists(path)
+
+
+def _folder(target: str) -> str:
+    """The folder to load for a picker entry or typed text: a Hub id's snapshot in the cache; otherwise the
+    owner's folder as typed, a visitor's resolved and inside visitor_roots()."""
+    if _is_hub(target):
+        folder = hub.cached_folder(target)
+        if folder is not None:
+            return str(folder)
+        if not classroom.is_owner():
+            raise _NotCached(NOT_CACHED.format(target))
+        raise _Download(target)
     if classroom.is_owner():
-        return str(check_path(path, "model folder", CheckpointError))
-    return str(classroom.visitor_folder(path, visitor_roots()))
+        path = check_path(target, "model folder", CheckpointError)
+        if not os.path.lexists(path):
+            raise CheckpointError(f"no model folder at {path}, and {target[:100]!r} is not a Hugging Face Hub id "
+                                  "(like bert-base-uncased or org/name)")
+        return str(path)
+    return str(classroom.visitor_folder(target, visitor_roots()))
 
 
 def shown(message: str) -> str:
@@ -73,20 +124,25 @@ def shown(message: str) -> str:
     return message if classroom.is_owner() else classroom.hide_paths(message, visitor_roots())
 
 
-def try_load(path: str) -> bool:
-    """Make `path` the active model if it loads; otherwise keep the current one and remember why.
+def try_load(target: str) -> bool:
+    """Make `target` (a folder or a Hub id) the active model if it loads; otherwise keep the current one and
+    remember why. A Hub id the owner has not downloaded yet is left for the sidebar to download.
 
-    Called from widget callbacks only, so it may also move the sidebar picker to the
-    model's entry (or to none, for a folder typed by hand).
+    Called from widget callbacks, or by the sidebar before it draws the picker, so it may also move the
+    picker to the model's entry (or to none, for a folder typed by hand).
     """
     try:
-        folder = _folder(path)
+        folder = _folder(target)
         cached_checkpoint(folder, device_name())
-    except classroom.VisitorPathError as exc:
-        state.put(K.ERROR, str(exc))  # the same sentence for every outside path, existing or not
+    except _Download:
+        state.put(K.DOWNLOAD, target)
+        state.forget(K.ERROR)
+        return False
+    except (classroom.VisitorPathError, _NotCached) as exc:
+        state.put(K.ERROR, str(exc))  # for a path: the same sentence for every outside path, existing or not
         return False
     except LabError as exc:
-        state.put(K.ERROR, shown(f"Could not load {path}: {exc}"))
+        state.put(K.ERROR, shown(f"Could not load {target}: {exc}"))
         return False
     state.put(K.PATH, folder)
     state.put(K.CHOICE, label_of(folder, available_models()))
@@ -95,7 +151,43 @@ def try_load(path: str) -> bool:
 
 
 def label_of(folder: str, models: dict[str, str]) -> str | None:
-    return next((label for label, path in models.items() if path == folder), None)
+    """The picker's entry for `folder`: the entry of that folder, or of the Hub model whose snapshot it is."""
+    return next((label for label, target in models.items()
+                 if target == folder or (_is_hub(target) and str(hub.cached_folder(target)) == folder)), None)
+
+
+def _download() -> None:
+    """Download the Hub model the owner asked for, with a progress bar where the picker will be, then open it."""
+    repo_id = state.get(K.DOWNLOAD)
+    state.forget(K.DOWNLOAD)
+    if not repo_id or not classroom.is_owner():
+        return
+    with st.sidebar:
+        slot = st.empty()
+        with slot.container():
+            bar = st.progress(0.0, text=f"Downloading `{repo_id}` from the Hugging Face Hub…")
+            caption = st.empty()
+    script = get_script_run_ctx()
+    shown_at = [-1]  # the percentage last drawn: a redraw only when it moves
+
+    def report(done: int, total: int, filename: str) -> None:
+        if get_script_run_ctx() is None:  # Xet downloads report from a thread of their own
+            add_script_run_ctx(threading.current_thread(), script)
+        percent = done * 100 // total if total else 0
+        if percent != shown_at[0]:
+            shown_at[0] = percent
+            bar.progress(min(percent, 100), text=f"Downloading `{repo_id}` from the Hugging Face Hub: "
+                                                 f"{describe_bytes(done)} of {describe_bytes(total)}")
+            caption.caption(f"`{filename}`")
+
+    try:
+        fetched = hub.fetch(repo_id, progress=report) is not None
+    except LabError as exc:
+        state.put(K.ERROR, f"Could not download {repo_id}: {exc}")
+        fetched = False
+    slot.empty()
+    if not (fetched and try_load(repo_id)):  # the picker back on the model in use
+        state.put(K.CHOICE, label_of(state.get(K.PATH), available_models()))
 
 
 def active_model() -> Checkpoint:
@@ -108,7 +200,8 @@ def active_model() -> Checkpoint:
     try:
         return cached_checkpoint(path, device_name())
     except LabError as exc:
-        plain_error(shown(f"The model at {path} could not be loaded: {exc}"))
+        where = f"{repo_id} (in the Hugging Face cache)" if (repo_id := hub.repo_id_of(path)) else f"at {path}"
+        plain_error(shown(f"The model {where} could not be loaded: {exc}"))
         st.stop()
 
 
@@ -119,22 +212,25 @@ def _pick(models: dict[str, str]) -> None:
 
 
 def _load_custom() -> None:
-    path = state.get(K.CUSTOM).strip()
-    if not path:
-        state.put(K.ERROR, "Type the path of a model folder first.")
+    text = state.get(K.CUSTOM).strip()
+    if not text:
+        state.put(K.ERROR, "Type the path of a model folder or a Hugging Face Hub id first.")
     else:
-        try_load(path)
+        try_load(text)
 
 
 def _folder_box() -> None:
-    if classroom.is_owner():
-        with st.expander("Load a Hugging Face BERT folder"):
-            st.text_input("Folder path", key=K.CUSTOM.name, placeholder="/path/to/bert-base-uncased")
-            st.button("Load", key=K.LOAD.name, on_click=_load_custom)
-        return
-    with st.expander("Load a model folder"):
-        st.caption("In classroom mode you can open the folders under checkpoints/ and runs/ of this lab.")
-        st.text_input("Folder path", key=K.CUSTOM.name, placeholder="runs/my-run/checkpoint")
+    with st.expander(BOX):
+        if classroom.is_owner():
+            st.caption("A folder in the Hugging Face layout, or a Hub id such as `bert-base-uncased` or `org/name`: "
+                       "downloaded once into the Hugging Face cache, it opens offline afterwards. Small ones to try:")
+            st.caption("\n".join(f"- `{s.repo_id}` (~{s.size}): {s.about}" for s in hub.SUGGESTED))
+            placeholder = "/path/to/model or bert-base-uncased"
+        else:
+            st.caption("In classroom mode you can open the folders under checkpoints/ and runs/ of this lab, and "
+                       "the Hugging Face Hub models the teacher has opened before.")
+            placeholder = "runs/my-run/checkpoint"
+        st.text_input("Folder path or Hub id", key=K.CUSTOM.name, placeholder=placeholder)
         st.button("Load", key=K.LOAD.name, on_click=_load_custom)
 
 
@@ -148,7 +244,9 @@ def plain_error(message: str) -> None:
 
 
 def sidebar() -> None:
-    """Model and device pickers. Changes go through callbacks, which run before the page does."""
+    """Model and device pickers. Changes go through callbacks, which run before the page does; a Hub
+    model they asked for is downloaded here, before the picker, which then shows it as cached."""
+    _download()
     models = available_models()
     state.setdefault(K.CHOICE, label_of(state.get(K.PATH), models))  # a new session: the active model's entry
     with st.sidebar:

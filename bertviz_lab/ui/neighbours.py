@@ -14,7 +14,6 @@ import numpy as np
 import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
-from bertviz_lab.bert.tokenizer import FRAME_TOKENS
 from bertviz_lab.corpus.senses import SENSE_SETS
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import representations as figs
@@ -88,7 +87,7 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     except InputError as exc:
         st.warning(str(exc))
         return
-    choices = [i for i, t in enumerate(encoding.tokens) if t not in FRAME_TOKENS]
+    choices = [i for i, s in enumerate(encoding.sequence_ids) if s is not None]  # not [CLS] or [SEP]
     if not choices:
         st.warning("Type a sentence with at least one word.")
         return
@@ -133,7 +132,7 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
 
 
 def geometry_tab(ckpt: Checkpoint) -> None:
-    positions = ckpt.config.max_position_embeddings
+    positions = ckpt.config.max_tokens
     st.markdown("**Position embeddings.** BERT learns one vector per position and adds it to each token's "
                 "embedding: this is how it knows word order.")
     state.init(K.GEO_WORD)

@@ -125,6 +125,7 @@ class Model:
     CUSTOM = Key("model.custom", "")
     LOAD = Key("model.load")
     ERROR = Key("model.error")  # why the last folder did not load
+    DOWNLOAD = Key("model.download")  # a Hub id the owner opened that the sidebar downloads on its next run
 
 
 class Predict:

@@ -42,10 +42,25 @@ def encode_or_stop(ckpt: Checkpoint, text_a: str, text_b: str | None) -> Encodin
         st.stop()
     if encoding.truncated:
         st.info(f"The text is {len(encoding) + encoding.truncated:,} tokens long; this model reads at most "
-                f"{ckpt.config.max_position_embeddings}, so the last {encoding.truncated:,} tokens were dropped.")
+                f"{ckpt.config.max_tokens}, so the last {encoding.truncated:,} tokens were dropped.")
     return encoding
 
 
 def chart(fig, filename: str, where=st) -> None:
     """A figure at its own colours, whose camera button saves `filename`.png."""
     where.plotly_chart(fig, theme=None, config=export_config(filename))
+
+
+def family_note(ckpt: Checkpoint, what: str | None = None) -> None:
+    """For a model that is not a BERT: its family, how it differs, how its tokens read, and `what` this page
+    should add (by default, what the family lacks here, and why)."""
+    family, tokenizer = ckpt.family, ckpt.tokenizer
+    if family.name == "bert":
+        return
+    marker = {"byte-level BPE": " (Ġ marks a token that starts a word: it stands for the space before it)",
+              "SentencePiece Unigram": " (▁ marks a token that starts a word)"}.get(tokenizer.kind, "")
+    mask = tokenizer.mask_token
+    typed = f" A typed [MASK] is read as its mask token, `{mask}`." if mask != "[MASK]" else ""
+    st.info(f"**{family.title}**: {family.summary}. Its tokens are {tokenizer.kind}{marker}.{typed} "
+            f"{family.lacks if what is None else what}{'.' if (family.lacks if what is None else what) else ''}",
+            icon=":material/family_history:")

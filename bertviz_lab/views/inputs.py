@@ -38,10 +38,10 @@ def encode(tokenizer: WordPieceTokenizer, model: BertForPreTraining, text_a: str
     """Tokenize to fit the model; truncation is allowed (and reported) or an error."""
     if text_b is not None and not text_b.strip():
         text_b = None  # an empty second box means "one sentence"
-    encoding = tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings)
+    encoding = tokenizer.encode(text_a, text_b, max_length=model.config.max_tokens)
     if encoding.truncated and not allow_truncation:
         raise InputError(f"the text is {len(encoding) + encoding.truncated} tokens long; this model reads at "
-                         f"most {model.config.max_position_embeddings}")
+                         f"most {model.config.max_tokens}")
     return encoding
 
 
@@ -122,8 +122,8 @@ def mask_words(encoding: Encoding, mask_id: int, word_indices: Iterable[int], ma
                    sequence_ids=list(encoding.sequence_ids), word_ids=list(encoding.word_ids))
 
 
-def words(encoding: Encoding, text_a: str, text_b: str | None = None) -> list[Word]:
-    """The words of the input, in order, with the text the user typed for each."""
+def words(encoding: Encoding, text_a: str, text_b: str | None = None, mask_token: str = MASK) -> list[Word]:
+    """The words of the input, in order, with the text the user typed for each (`mask_token`: the model's)."""
     groups: dict[int, list[int]] = {}
     for position, word in enumerate(encoding.word_ids):
         if word is not None:
@@ -138,7 +138,7 @@ def words(encoding: Encoding, text_a: str, text_b: str | None = None) -> list[Wo
             seen += 1
             label = f"{text}{str(seen).translate(_SUBSCRIPTS)}"
         used.add(label)
-        is_mask = all(encoding.tokens[p] == MASK for p in positions)
+        is_mask = all(encoding.tokens[p] == mask_token for p in positions)
         found.append(Word(index, text, label, tuple(positions), is_mask))
     return found
 

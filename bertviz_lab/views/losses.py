@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from bertviz_lab.bert import losses, masking
+from bertviz_lab.bert.family import FAMILIES
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, Encoding, WordPieceTokenizer
 from bertviz_lab.corpus import StoryGenerator
@@ -125,8 +126,9 @@ def walkthrough(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encodi
                 random_tokens: str = "vocabulary") -> Walkthrough:
     """Mask `encoding` from `seed`, run the model once and record every step of both losses."""
     if not model.has_mlm:
-        raise InputError("this model has no MLM head (it was saved as a plain BertModel), so it has no "
-                         "masked-language-model loss to show: pick a model with an MLM head")
+        why = FAMILIES[model.config.family].lacks or "it was saved as a plain BertModel"
+        raise InputError(f"this model has no MLM head ({why}), so it has no masked-language-model loss to show: "
+                         "pick a model with an MLM head")
     if all(i in tokenizer.special_ids for i in encoding.ids):
         raise InputError("the text has no token that can be masked (only special tokens such as [CLS] and "
                          "[SEP]): type some words")
@@ -165,7 +167,7 @@ def _forward(model: BertForPreTraining, ids: list[int], segments: list[int]):
 def _nsp_paths(model, tokenizer, encoding, out, corrupted, seed):
     """The true pair (the same forward pass as the MLM loss) and A with a random B (unmasked)."""
     if not model.has_nsp:
-        return None, None, NO_NSP_REASON
+        return None, None, FAMILIES[model.config.family].lacks or NO_NSP_REASON
     has_b = 1 in encoding.segment_ids
     true_pair = None
     if has_b:
@@ -173,7 +175,7 @@ def _nsp_paths(model, tokenizer, encoding, out, corrupted, seed):
                                   skip_special_tokens=True)
         true_pair = _nsp_path(model, out, corrupted, "True pair: B follows A", b_text, losses.IS_NEXT)
     b_random = random_sentence(seed, avoid=tokenizer.decode(encoding.ids, skip_special_tokens=True))
-    ids, segments = _random_pair(tokenizer, encoding, b_random, model.config.max_position_embeddings)
+    ids, segments = _random_pair(tokenizer, encoding, b_random, model.config.max_tokens)
     random_out = _forward(model, ids, segments)
     random_pair = _nsp_path(model, random_out, [tokenizer.id_to_token(i) for i in ids],
                             "Random B: a sentence from another story", b_random, losses.NOT_NEXT)

@@ -73,7 +73,7 @@ def bank_sentences(model: BertForPreTraining) -> list[str]:
 def build_bank(model: BertForPreTraining, tokenizer: WordPieceTokenizer, sentences: list[str],
                progress: Callable[[float], None] | None = None) -> SentenceBank:
     """Encode `sentences` in padded batches (shortest first) and keep every word token's unit vector per layer."""
-    limit = model.config.max_position_embeddings
+    limit = model.config.max_tokens
     encoded = [(s, tokenizer.encode(s)) for s in sentences]
     encoded = sorted([(s, e) for s, e in encoded if len(e) <= limit], key=lambda se: len(se[1]))
     device = next(model.parameters()).device
@@ -167,7 +167,7 @@ def _word_vectors(model: BertForPreTraining, tokenizer: WordPieceTokenizer, word
     """The word's mean-of-pieces vector in each sentence that holds it and fits the model."""
     pieces = tuple(tokenizer.encode(word).tokens[1:-1])
     found = [(s, e, find_word(e, pieces)) for s in sentences for e in [tokenizer.encode(s)]
-             if len(e) <= model.config.max_position_embeddings]
+             if len(e) <= model.config.max_tokens]
     found = [f for f in found if f[2] is not None]
     if not found:
         return [], None

@@ -201,7 +201,7 @@ def explore_masks(model: BertForPreTraining, tokenizer: WordPieceTokenizer, enco
     Costs min(masks, max_steps) forwards: the independent view is the iterative one's first
     step. Raises NothingMasked when nothing is masked.
     """
-    masked = mask_words(encoding, tokenizer.mask_id, masked_words)
+    masked = mask_words(encoding, tokenizer.mask_id, masked_words, tokenizer.mask_token)
     independent = predict_masks(model, tokenizer, masked, top_k=top_k, temperature=temperature, causal=causal)
     iterative = None
     if len(independent.masks) > 1:
@@ -247,3 +247,14 @@ def step_rows(fill: IterativeFill) -> list[dict]:
              "probability": step.fills[0].candidates[0].prob if len(step.fills) == 1 else None,
              "sentence after this step": sentence(step.tokens, fill.encoding.sequence_ids, step.positions)}
             for number, step in enumerate(fill.steps, start=1)]
+
+
+def replaced_rows(model: BertForPreTraining, encoding: Encoding) -> list[dict]:
+    """ELECTRA's discriminator on every word token: the probability it gives that the token was replaced by
+    the generator (the sigmoid of its logit), in sentence order; [CLS] and [SEP] are left out."""
+    if not model.has_rtd:
+        raise InputError("this model has no replaced-token head: only an ELECTRA discriminator has one")
+    logits = run(model, encoding).rtd_logits[0].float().cpu()  # (T,)
+    probs = torch.sigmoid(logits)
+    return [{"position": i, "token": token, "logit": float(logits[i]), "p(replaced)": float(probs[i])}
+            for i, (token, s) in enumerate(zip(encoding.tokens, encoding.sequence_ids)) if s is not None]

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.tokenizer import MASK, UNK, Encoding, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer import MASK, Encoding, WordPieceTokenizer
 from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs
 
@@ -53,8 +53,8 @@ def word_pieces(tokenizer: WordPieceTokenizer, word: str) -> tuple[str, ...]:
     if len(word) > MAX_WORD_CHARS:
         raise InputError(f"the word is {len(word):,} characters long; type at most {MAX_WORD_CHARS}")
     pieces = tuple(tokenizer.encode(word).tokens[1:-1])  # without [CLS] and [SEP]
-    if not pieces or all(p == UNK for p in pieces):
-        raise InputError(f"this model does not know {word!r}: it reads it as {UNK}")
+    if not pieces or all(p == tokenizer.unk_token for p in pieces):
+        raise InputError(f"this model does not know {word!r}: it reads it as {tokenizer.unk_token}")
     return pieces
 
 

@@ -1,0 +1,71 @@
+"""A tokenizer from `tokenizer.json`: how RoBERTa, XLM-R, ALBERT (and any Hub model) ship theirs.
+
+The file holds the whole pipeline (normalizer, pre-tokenizer, model, post-processor with the
+family's `<s> A </s></s> B </s>` or `[CLS] A [SEP] B [SEP]` template), so reading it as it is
+gives the ids `transformers` gives. What the file cannot say is which token plays which part;
+tokenizer_config.json and special_tokens_map.json name them, else the family's defaults do.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from bertviz_lab import files
+from bertviz_lab.bert.tokenizer import MAX_VOCAB_BYTES, WordPieceTokenizer
+from bertviz_lab.errors import CheckpointError
+
+KINDS = {"WordPiece": "WordPiece", "BPE": "byte-level BPE", "Unigram": "SentencePiece Unigram"}
+
+
+def from_json(path: Path, settings: dict, defaults: dict[str, str], max_tokens: int | None) -> WordPieceTokenizer:
+    """The tokenizer in `path`, its special tokens named by `settings` (tokenizer_config.json),
+    special_tokens_map.json beside it, or `defaults`, in that order."""
+    text = files.read_text(path, "tokenizer.json", MAX_VOCAB_BYTES, CheckpointError)
+    try:
+        tok = Tokenizer.from_str(text)
+    except Exception as exc:  # tokenizers raises a bare Exception for every malformed file
+        raise CheckpointError(f"tokenizer.json is not a tokenizer this lab can read ({str(exc)[:160]})") from None
+    tok.no_truncation()  # the lab truncates itself, and pads batches itself
+    tok.no_padding()
+    size = tok.get_vocab_size(with_added_tokens=True)
+    if max_tokens is not None and size > max_tokens:
+        raise CheckpointError(f"tokenizer.json lists {size:,} tokens but the model has room for {max_tokens:,} "
+                              "(vocab_size): they belong to different models.")
+    kind = KINDS.get(type(tok.model).__name__)
+    if kind is None:
+        raise CheckpointError(f"tokenizer.json uses a {type(tok.model).__name__} model; this lab reads "
+                              f"{', '.join(KINDS)}")
+    vocab = tok.get_vocab(with_added_tokens=True)
+    specials = {role: _named(role, settings, path.parent, vocab) or default for role, default in defaults.items()}
+    lowercase = settings.get("do_lower_case") is True
+    return WordPieceTokenizer(tok, lowercase, specials, kind)
+
+
+def _named(role: str, settings: dict, folder: Path, vocab: dict[str, int]) -> str | None:
+    """The token the folder's settings name for `role` ("mask" -> mask_token), if it is in the vocabulary."""
+    sources = [settings]
+    special_map = folder / "special_tokens_map.json"
+    if os.path.lexists(special_map):
+        extra = files.read_json(special_map, "special_tokens_map.json", error=CheckpointError)
+        sources.append(extra if isinstance(extra, dict) else {})
+    for source in sources:
+        value = source.get(f"{role}_token")
+        if isinstance(value, dict):  # {"content": "<mask>", "lstrip": true, ...}
+            value = value.get("content")
+        if isinstance(value, str) and value in vocab:
+            return value
+    return None
+
+
+def read_settings(folder: Path) -> dict:
+    """tokenizer_config.json as a dict ({} when absent)."""
+    config = folder / "tokenizer_config.json"
+    if not os.path.lexists(config):
+        return {}
+    settings = files.read_json(config, "tokenizer_config.json", error=CheckpointError)
+    if not isinstance(settings, dict):
+        raise CheckpointError(f"{config} should hold a JSON object of settings.")
+    return settings
