@@ -13,6 +13,7 @@ from bertviz_lab.ui.state import Attention as K  # this page's session-state key
 from bertviz_lab.ui.tables import numbers, table_height
 from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, sentence_inputs
 from bertviz_lab.views import attention as av
+from bertviz_lab.views import overview as ov
 
 st.title("Attention explorer")
 st.caption("Every number below is what the model computed for your text in one forward pass. "
@@ -42,9 +43,15 @@ block = K.BLOCK.default
 if view.is_pair:
     block = cols[3].segmented_control("Queries → keys", av.BLOCKS, default=K.BLOCK.default, required=True,
                                       key=K.BLOCK.name)
-shown = av.matrix(view, layer, None if mean else head, hide, block)
+T, window = len(view.tokens), None
+if T > ov.LONG:  # a long input: one token range to read, and the whole input pooled below
+    state.keep_valid(K.RANGE, [0, T - 1])
+    state.setdefault(K.RANGE, ov.default_window(T))
+    window = st.slider(f"Tokens shown (of {T}), as queries and as keys", 0, T - 1, key=K.RANGE.name,
+                       help="A long input's matrix is too big to read whole: pick the tokens to look at.")
+shown = av.matrix(view, layer, None if mean else head, hide, block, window)
 chart(figs.attention_heatmap(shown.weights, shown.col_axis, shown.row_axis, shown.title), shown.name)
-if hide or block != "all":
+if hide or block != "all" or (window is not None and tuple(window) != (0, T - 1)):
     st.caption("Rows no longer sum to 1: the hidden columns keep their share of each row's weight "
                "(nothing is renormalised).")
 else:
@@ -55,6 +62,15 @@ if forward.off:
                "Layers above them change too.")
 st.download_button("Download this matrix (CSV)", shown.frame().to_csv, file_name=f"{shown.name}.csv",  # on click
                    mime="text/csv", key=K.CSV.name, on_click="ignore")
+if window is not None:
+    with st.expander(f"The whole input: {T} tokens pooled into blocks", expanded=True):
+        size = ov.block_size(T)
+        labels = ov.block_labels(view, size)
+        full = av.mean_over_heads(view)[layer] if mean else view.weights[layer, head]
+        title = f"Layer {layer} · " + ("mean over heads" if mean else f"head {head}") + f" · blocks of {size}"
+        chart(figs.attention_heatmap(ov.pooled(full, size), labels, labels, title, height=760), f"pooled_L{layer}")
+        st.caption(f"Each cell: the total weight a query of one block of {size} tokens gives to the keys of "
+                   "another block, averaged over the block's queries; each row sums to 1.")
 
 with st.expander("All layers × heads at once", key=K.GRID.name, on_change="rerun") as grid_box:
     try:
@@ -62,8 +78,13 @@ with st.expander("All layers × heads at once", key=K.GRID.name, on_change="reru
             everything = av.grid(view, hide, block)
             chart(figs.attention_grid(everything.weights, everything.col_axis, everything.row_axis, view.heads_on,
                                       everything.title), everything.name)
-    except InputError as exc:
-        st.info(str(exc))
+    except InputError as exc:  # too many cells: each head as one number instead
+        st.info(f"{exc} Below, each head as one number.")
+        chart(figs.head_summary(ov.head_distances(view), "How far each head looks", ".1f", "tokens"),
+              "head_distance")
+        chart(figs.head_summary(ov.head_entropies(view), "How spread each head is", ".2f", "nats"), "head_entropy")
+        st.caption("Distance: Σ weight × |query − key|, averaged over the queries (about 1 for a previous- or "
+                   "next-token head). Spread: the entropy of each row (0 for one key, log T for all alike).")
 
 # --- Heads switched off --------------------------------------------------------------
 st.subheader("Switch heads off")

@@ -255,6 +255,16 @@ def test_the_cli_opens_a_cached_hub_model_offline(cache, repo_files):
     assert "[MASK] #1 at token 6" in done.stdout and done.stdout.count("\n  ") == 3
 
 
+def test_every_explore_command_takes_a_cached_hub_id(cache, repo_files, capsys):
+    populate(cache, REPO, repo_files)
+    assert main(["lens", "--checkpoint", REPO, CAT, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+    assert main(["similarity", "--checkpoint", REPO, "--word", "cat", "the cat sat .", "a cat ran .", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+    assert main(["heads", "--checkpoint", REPO, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+
+
 def test_the_cli_downloads_with_a_progress_bar(server, capsys):
     assert main(["info", "--checkpoint", REPO, "--json"]) == 0
     captured = capsys.readouterr()
@@ -263,7 +273,8 @@ def test_the_cli_downloads_with_a_progress_bar(server, capsys):
 
 
 def test_the_cli_says_an_unknown_id_offline_in_one_error_line(capsys):
-    for command in (["info"], ["predict", CAT], ["heads"], ["classify", "a sentence"]):
+    for command in (["info"], ["predict", CAT], ["heads"], ["classify", "a sentence"], ["lens", CAT],
+                    ["similarity", "--word", "cat", "the cat sat .", "a cat ran ."]):
         name, *rest = command
         assert main([name, "--checkpoint", "nobody/nothing", *rest]) == 2
         err = capsys.readouterr().err

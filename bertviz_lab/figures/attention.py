@@ -119,3 +119,15 @@ def step_norms(steps: list[str], norms: np.ndarray, title: str, highlight: str =
                   yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=14), ticklabelstandoff=8),
                   bargap=0.25)
     return go.Figure(data=[bar], layout=house(layout, title, 80 + 36 * len(steps)))
+
+
+def head_summary(values: np.ndarray, title: str, number_format: str, unit: str) -> go.Figure:
+    """(L, H): one number per head, layers down the side, heads along the bottom, each cell labelled."""
+    L, H = values.shape
+    heatmap = go.Heatmap(
+        z=values, x=[f"head {h}" for h in range(H)], y=[f"layer {layer}" for layer in range(L)],
+        colorscale=SEQUENTIAL, xgap=1, ygap=1, texttemplate=f"%{{z:{number_format}}}", textfont=dict(size=11),
+        hovertemplate=f"%{{y}} · %{{x}}: %{{z:{number_format}}} {unit}<extra></extra>",
+        colorbar=dict(title=dict(text=unit)))
+    layout = dict(xaxis=dict(type="category"), yaxis=dict(type="category", autorange="reversed"))
+    return go.Figure(data=[heatmap], layout=house(layout, title, 120 + 34 * L))

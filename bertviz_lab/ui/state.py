@@ -42,6 +42,14 @@ def nearest(value, options: list):
     return min(max(value, options[0]), options[-1])
 
 
+def span(value, options: list):
+    """A (first, last) token range, cut to the tokens offered now ([0, T - 1]); dropped if nothing is left."""
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        return FORGET
+    first, last = value[0], min(value[1], options[-1])
+    return (first, last) if options[0] <= first <= last else FORGET
+
+
 @dataclass(frozen=True)
 class Key:
     """One session-state key: its name, its default, and the check `keep_valid` applies (None: no check)."""
@@ -143,6 +151,7 @@ class Attention:
     HEAD = Key("attn.head", 0, one_of)
     MEAN = Key("attn.mean", False)
     HIDE = Key("attn.hide", False)
+    RANGE = Key("attn.range", None, span)  # (first, last) tokens shown of a long input; None: the first 64
     BLOCK = Key("attn.block", "all", one_of)  # queries -> keys block of a sentence pair
     GRID = Key("attn.grid", False)  # the all-heads expander is open
     CSV = Key("attn.csv")

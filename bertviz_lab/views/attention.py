@@ -209,14 +209,19 @@ def shown_positions(view: AttentionView, hide_specials: bool = False,
 
 
 def matrix(view: AttentionView, layer: int, head: int | None, hide_specials: bool = False,
-           block: str = "all") -> MatrixSlice:
-    """One head's (R, C) weights, or the layer's mean over heads when `head` is None."""
+           block: str = "all", window: tuple[int, int] | None = None) -> MatrixSlice:
+    """One head's (R, C) weights, or the layer's mean over heads when `head` is None; with `window`
+    (first, last), only the queries and keys of those tokens (a long input, views/overview.py)."""
     full = mean_over_heads(view)[layer] if head is None else view.weights[layer, head]
     rows, cols = shown_positions(view, hide_specials, block)
+    if window is not None:
+        rows, cols = ([i for i in positions if window[0] <= i <= window[1]] for positions in (rows, cols))
     title = f"Layer {layer} · " + ("mean over heads" if head is None else f"head {head}")
     name = f"attention_L{layer}_" + ("mean" if head is None else f"H{head}") + ("_no_specials" if hide_specials else "")
     if block != "all":
         title, name = f"{title} · {block}", f"{name}_{block.replace('→', 'to')}"
+    if window is not None:
+        title, name = f"{title} · tokens {window[0]}–{window[1]}", f"{name}_{window[0]}-{window[1]}"
     return _slice(view, full[np.ix_(rows, cols)], rows, cols, title, name)
 
 
