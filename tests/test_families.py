@@ -161,3 +161,29 @@ def test_the_cli_reads_every_family(tmp_path, capsys):
     assert main(["predict", "--checkpoint", str(tmp_path / "electra-discriminator"), "the [MASK] sat ."]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "MLM" in err and err.count("\n") == 1
+
+
+def test_fine_tuning_starts_from_berts_only(tmp_path):
+    """A run saves BERT checkpoints: starting one from another family is one sentence, before and at the start."""
+    from bertviz_lab.errors import ConfigError
+    from bertviz_lab.finetune import runs
+    from bertviz_lab.finetune.config import FinetuneConfig
+    from bertviz_lab.finetune.loop import FineTuner
+
+    build("roberta", tmp_path / "roberta")
+    cfg = FinetuneConfig(task="coherence", checkpoint=str(tmp_path / "roberta"), seq_len=32, device="cpu", threads=1)
+    for start in (lambda: runs.check(cfg), lambda: FineTuner(cfg)):
+        with pytest.raises(ConfigError, match="^fine-tuning starts from a BERT checkpoint; this is a roberta model"):
+            start()
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "tokenizer.json is not a tokenizer this lab can read"),
+    ('{"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"}}', "uses a WordLevel model; this lab reads"),
+    ('{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []}}', "has no <pad>, <unk>, <s>, </s>, <mask>"),
+])
+def test_a_broken_tokenizer_json_is_one_clear_line(tmp_path, content, message):
+    build("roberta", tmp_path)
+    (tmp_path / "tokenizer.json").write_text(content)
+    with pytest.raises(CheckpointError, match=message):
+        load_checkpoint(tmp_path)

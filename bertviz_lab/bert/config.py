@@ -204,7 +204,7 @@ class BertConfig:
 
     def to_dict(self) -> dict:
         """The fields, less the family ones at BERT's defaults (a BERT's config.json is unchanged)."""
-        return {k: v for k, v in asdict(self).items() if k not in _FAMILY_DEFAULTS or v != _FAMILY_DEFAULTS[k]}
+        return {k: v for k, v in asdict(self).items() if k not in FAMILY_DEFAULTS or v != FAMILY_DEFAULTS[k]}
 
     def to_hf_dict(self, architecture: str = "BertForPreTraining") -> dict:
         return {"architectures": [architecture], "model_type": "bert", **self.to_dict()}
@@ -221,14 +221,15 @@ class BertConfig:
         if model_type != "bert":
             raise ConfigError(f"this is a {show(model_type)} model, not a BERT (model_type must be 'bert')"
                               if isinstance(model_type, str) else f"model_type must be 'bert', got {show(model_type)}")
-        known = {f.name for f in fields(cls)} - set(_FAMILY_DEFAULTS)
+        known = {f.name for f in fields(cls)} - set(FAMILY_DEFAULTS)
         kwargs = {k: v for k, v in data.items() if k in known}
         if kwargs.get("pad_token_id", 0) is None:  # some configs write null: BERT pads with id 0
             del kwargs["pad_token_id"]
         return cls(**kwargs)
 
 
-_FAMILY_DEFAULTS = {"family": "bert", "position_offset": 0, "embedding_size": 0, "head_act": "",
+# The fields by which a family differs from BERT, at BERT's values (bert/family.py sets them per family).
+FAMILY_DEFAULTS = {"family": "bert", "position_offset": 0, "embedding_size": 0, "head_act": "",
                     "shared_layers": False}
 
 # name -> (layers, hidden, heads); intermediate is 4 x hidden, as in Turc et al. (2019).

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from types import ModuleType
 
 from bertviz_lab.bert import albert, distilbert, electra, roberta
-from bertviz_lab.bert.config import BertConfig, show
+from bertviz_lab.bert.config import FAMILY_DEFAULTS, BertConfig, show
 from bertviz_lab.bert.tokenizer import ROLES
 from bertviz_lab.errors import ConfigError
 
@@ -62,7 +62,7 @@ def bert_fields(raw: dict, defaults: dict, family: str) -> dict:
     return {**kwargs, "family": family}
 
 
-_SET_BY_FAMILY = frozenset({"family", "position_offset", "head_act", "shared_layers"})
+_SET_BY_FAMILY = frozenset(FAMILY_DEFAULTS) - {"embedding_size"}
 # BERT's own renames: a BertModel saved without the `bert.` prefix, TF-era LayerNorm names.
 BERT_RENAMES = ((r"^(embeddings|encoder|pooler)\.", r"bert.\1."), (r"\.gamma$", ".weight"), (r"\.beta$", ".bias"))
 

@@ -325,19 +325,3 @@ class WordPieceTokenizer:
     def special_ids(self) -> frozenset[int]:
         return frozenset(self._ids[t] for t in self.specials.values())
 
-    @property
-    def frame_tokens(self) -> frozenset[str]:
-        """Tokens that only frame the input: [CLS], [SEP], [PAD] or this family's spelling of them."""
-        return frozenset(self.specials[r] for r in ("cls", "sep", "pad"))
-
-    def piece(self, token: str) -> tuple[str, bool]:
-        """A token as a reader sees it, and whether it starts a word: "##ing" -> ("ing", False);
-        byte-level BPE's "Ġcat" and SentencePiece's "▁cat" -> ("cat", True)."""
-        if token in self.specials.values():
-            return token, True
-        if self.kind == "WordPiece":
-            return (token[2:], False) if token.startswith("##") and len(token) > 2 else (token, True)
-        if self.kind == "byte-level BPE" and self._tok.decoder is not None:  # "Ġcaf" "Ã©" -> " caf" "é"
-            token = self._tok.decoder.decode([token]).replace(" ", "▁")
-        return (token[1:], True) if token.startswith("▁") and len(token) > 1 else (token, False)
-

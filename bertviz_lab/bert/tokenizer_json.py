@@ -39,18 +39,23 @@ def from_json(path: Path, settings: dict, defaults: dict[str, str], max_tokens: 
         raise CheckpointError(f"tokenizer.json uses a {type(tok.model).__name__} model; this lab reads "
                               f"{', '.join(KINDS)}")
     vocab = tok.get_vocab(with_added_tokens=True)
-    specials = {role: _named(role, settings, path.parent, vocab) or default for role, default in defaults.items()}
+    sources = [settings, _special_map(path.parent)]
+    specials = {role: _named(role, sources, vocab) or default for role, default in defaults.items()}
     lowercase = settings.get("do_lower_case") is True
     return WordPieceTokenizer(tok, lowercase, specials, kind)
 
 
-def _named(role: str, settings: dict, folder: Path, vocab: dict[str, int]) -> str | None:
-    """The token the folder's settings name for `role` ("mask" -> mask_token), if it is in the vocabulary."""
-    sources = [settings]
-    special_map = folder / "special_tokens_map.json"
-    if os.path.lexists(special_map):
-        extra = files.read_json(special_map, "special_tokens_map.json", error=CheckpointError)
-        sources.append(extra if isinstance(extra, dict) else {})
+def _special_map(folder: Path) -> dict:
+    """special_tokens_map.json as a dict ({} when absent or not an object)."""
+    path = folder / "special_tokens_map.json"
+    if not os.path.lexists(path):
+        return {}
+    found = files.read_json(path, "special_tokens_map.json", error=CheckpointError)
+    return found if isinstance(found, dict) else {}
+
+
+def _named(role: str, sources: list[dict], vocab: dict[str, int]) -> str | None:
+    """The token the first of `sources` to name one names for `role` ("mask" -> mask_token), if in the vocabulary."""
     for source in sources:
         value = source.get(f"{role}_token")
         if isinstance(value, dict):  # {"content": "<mask>", "lstrip": true, ...}

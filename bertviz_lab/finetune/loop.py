@@ -112,6 +112,13 @@ def losses(model: BertClassifier, batch: tuple[torch.Tensor, ...]) -> tuple[torc
     return loss, correct, int(scored.sum())
 
 
+
+def check_family(model_cfg) -> None:
+    """Fine-tuning starts from a BERT: a run saves BERT checkpoints, which other families' weights are not."""
+    if model_cfg.family != "bert":
+        raise ConfigError(f"fine-tuning starts from a BERT checkpoint; this is a {model_cfg.family} model, "
+                          "which this lab can explore but not fine-tune")
+
 class FineTuner(Loop):
     def __init__(self, cfg: FinetuneConfig, run_dir: str | os.PathLike | None = None, resume: bool = False,
                  task: Task | None = None):
@@ -132,9 +139,7 @@ class FineTuner(Loop):
         base = self._latest() if resume else None if cfg.scratch else load_checkpoint(cfg.checkpoint)
         if base is not None:
             self.tokenizer, model_cfg = base.tokenizer, base.config
-            if model_cfg.family != "bert":  # runs save BERT checkpoints, which this model's weights are not
-                raise ConfigError(f"fine-tuning starts from a BERT checkpoint; this is a {model_cfg.family} model, "
-                                  "which this lab can explore but not fine-tune")
+            check_family(model_cfg)
         else:
             self.tokenizer = builtin_tokenizer()
             model_cfg = cfg.scratch_config(self.tokenizer.vocab_size)

@@ -13,7 +13,7 @@ from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import ConfigError
 from bertviz_lab.finetune import data
 from bertviz_lab.finetune.config import FinetuneConfig
-from bertviz_lab.finetune.loop import FineTuner, builtin_tokenizer
+from bertviz_lab.finetune.loop import FineTuner, builtin_tokenizer, check_family
 from bertviz_lab.pretrain import runs
 from bertviz_lab.pretrain.process import OWNER, Job
 from bertviz_lab.pretrain.resources import PROCESS_BYTES
@@ -27,9 +27,7 @@ def check(cfg: FinetuneConfig) -> None:
     data.task_of(cfg)  # the CSV is read and checked (a built-in task is made once and cached)
     if cfg.checkpoint:
         model_cfg = load_checkpoint(cfg.checkpoint).config
-        if model_cfg.family != "bert":  # a run saves BERT checkpoints; this one's weights would not load as it
-            raise ConfigError(f"fine-tuning starts from a BERT checkpoint; this is a {model_cfg.family} model, "
-                              "which this lab can explore but not fine-tune")
+        check_family(model_cfg)
     else:
         model_cfg = cfg.scratch_config(builtin_tokenizer().vocab_size)
     if cfg.seq_len > model_cfg.max_position_embeddings:
