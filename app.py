@@ -1,21 +1,30 @@
 """bertviz_lab: the Streamlit router. Run with `./lab.sh app` (or `streamlit run app.py`).
 
-Every request runs this file: it draws the sidebar's model and device picker once, for
-whichever page the URL names, then runs that page. In classroom mode (`./lab.sh app --classroom`)
-the sidebar starts with the address and QR code students open.
+Every request runs this file: it reads the link's view into session state (ui/links.py), draws the
+sidebar's model and device picker once, for whichever page the URL names, runs that page, then writes
+the view back into the link and offers it to share (the link, its QR code, and the handout zip of the
+views this session drew: ui/share.py, ui/handout.py). In classroom mode (`./lab.sh app --classroom`)
+the sidebar starts with the address and QR code students open. Projector view (ui/projector.py) folds
+the sidebar away and moves the page menu and the share button to the top.
 """
 
 import streamlit as st
 
+from bertviz_lab.ui import links, projector
 from bertviz_lab.ui.classroom import classroom_mode, join_box
+from bertviz_lab.ui.handout import handout_button
 from bertviz_lab.ui.models import sidebar
-from bertviz_lab.ui.router import ensure_router
+from bertviz_lab.ui.router import ensure_router, routing
+from bertviz_lab.ui.share import share_box
 from bertviz_lab.ui.turns import my_turn
 
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
 ensure_router()  # a server's first request: leave the pages/-folder mode before drawing anything
+projector.read_link()
+projector.apply()
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/lesson.py", title="Lesson", icon=":material/school:"),
     st.Page("pages/predict.py", title="Mask & predict", icon=":material/visibility_off:"),
     st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
     st.Page("pages/representations.py", title="Representations", icon=":material/scatter_plot:"),
@@ -25,9 +34,25 @@ PAGES = [
     st.Page("pages/losses.py", title="Losses step by step", icon=":material/functions:"),
     st.Page("pages/worked.py", title="Worked examples", icon=":material/calculate:"),
 ]
-page = st.navigation(PAGES)
+page = st.navigation(PAGES, position="top" if projector.on() else "sidebar")
+projector.switch()
 if classroom_mode():
     join_box()
 with my_turn():  # at most two sessions compute at once; the others wait in line (ui/turns.py)
+    links.restore(page.url_path)  # before the sidebar and the page draw their widgets
     sidebar()
-    page.run()
+    toolbar, notes = st.container(), st.container()  # filled once the page has run
+    try:
+        with routing():  # a page that ends early (router.end_page) ends only itself
+            page.run()
+    finally:  # the link and the share box hold what the page drew
+        query = links.publish(page.url_path, notes, projector.on(), links.model_value())
+        left_out = links.too_long(page.url_path)
+        if projector.on():
+            bar = toolbar.container(horizontal=True, horizontal_alignment="right")
+            box = bar.popover("Share this view", icon=":material/qr_code_2:")
+        else:
+            box = st.sidebar.expander("Share this view", icon=":material/share:")
+        handout_button(box, page.title, share_box(box, page.url_path, query, left_out))  # this view and the others
+        if projector.on():
+            bar.button("Leave projector view", icon=":material/close_fullscreen:", on_click=projector.leave)

@@ -24,3 +24,7 @@ class InputError(LabError, ValueError):
 
 class DeviceError(LabError):
     """A device that was asked for but is not available."""
+
+
+class ExportError(LabError):
+    """A chart that cannot be exported as asked (no browser to draw images with, a render that failed)."""

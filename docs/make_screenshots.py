@@ -38,6 +38,9 @@ SECTIONS = [("attention_layer", "attention", "After attention: the rest of the l
 # Close-ups of a runs page's overlay, every finished run of the kind picked: (file name, page path, kind,
 # the section's subheader, the multiselect's label). Skipped without two finished runs.
 OVERLAYS = [("finetune_compare", "finetune", "finetune", "Compare runs", "Overlay runs")]
+# Projector view on a 1024 x 768 projector: (file name, page path and query, the heading to scroll to or None).
+PROJECTOR = [("projector", "attention?projector=1", None),
+             ("projector_chart", "attention?projector=1", "Layer 0 · head 0")]
 MAIN = '[data-testid="stMainBlockContainer"]'
 
 
@@ -86,6 +89,36 @@ def main(only: list[str] | None = None) -> None:
         if not only or "timelapse_gif" in only:
             heads_forming(page, url, DOCS / "timelapse.gif")
             print("wrote", DOCS / "timelapse.gif")
+        if not only or "lesson" in only:
+            lesson(page, url, DOCS / "lesson.png")
+            print("wrote", DOCS / "lesson.png")
+        projector(page, url, only)
+
+
+def lesson(page, url: str, path: Path) -> None:
+    """The Lesson at its [MASK] step, after the class guessed "mat" and pressed Reveal."""
+    open_page(page, url, "lesson?step=5")
+    page.locator('[data-testid="stButtonGroup"]').get_by_text("mat", exact=True).click()  # the guess (pills)
+    wait_idle(page)
+    page.get_by_role("button", name="Reveal").click()
+    wait_idle(page)
+    page.wait_for_selector(CHART, timeout=30_000)
+    page.screenshot(path=str(path), full_page=True)
+
+
+def projector(page, url: str, only: list[str] | None) -> None:
+    """Projector view as a 1024 x 768 projector shows it: the top of the page, then scrolled to a chart."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    for name, path, heading in PROJECTOR:
+        if only and name not in only:
+            continue
+        open_page(page, url, path)
+        page.wait_for_selector(CHART, timeout=30_000)
+        if heading:
+            page.get_by_text(heading).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(500)
+        page.screenshot(path=str(DOCS / f"{name}.png"))
+        print("wrote", DOCS / f"{name}.png")
 
 
 def heads_forming(page, url: str, path: Path, width: int = 960, ms: int = 900) -> None:

@@ -8,6 +8,7 @@ from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.attention import WEIGHT_FORMAT, Forward, explore, predictions, rest_of_layer
+from bertviz_lab.ui.handout import record_table
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.state import Attention as K  # this page's session-state keys
 from bertviz_lab.ui.tables import numbers, table_height
@@ -106,8 +107,9 @@ tau = cols[1].slider("What-if attention temperature τ", 0.1, 5.0, K.TAU.default
                      help="Not part of BERT: divides the masked scores by τ before the softmax.")
 st.caption(f"Layer {layer}, head {head}" + (" (the head picker above; steps are per head)." if mean else "."))
 steps = av.softmax_steps(view, layer, head, query, tau)
-st.dataframe(steps, hide_index=True, height=table_height(steps), column_config=numbers(
-    steps, **{av.MASK: "%.0f", **dict.fromkeys((av.EXP, av.SUM, av.WEIGHT, av.MODEL_WEIGHT), WEIGHT_FORMAT)}))
+st.dataframe(record_table(steps, f"softmax_steps_L{layer}_H{head}_q{query}"), hide_index=True,
+             height=table_height(steps), column_config=numbers(steps, **{av.MASK: "%.0f", **dict.fromkeys(
+                 (av.EXP, av.SUM, av.WEIGHT, av.MODEL_WEIGHT), WEIGHT_FORMAT)}))
 st.caption("exp is taken of x − max(x): the shift cancels in exp ÷ Σ and keeps exp from overflowing. A mask of "
            "−1e9 makes exp exactly 0; with one unpadded input every key is visible, so the mask adds 0.")
 if tau != 1.0:
@@ -122,7 +124,8 @@ if tau != 1.0:
 
 st.markdown("**The context vector is the weighted sum of the value vectors**")
 ctx = av.context_steps(view, layer, head, query)
-st.dataframe(ctx.table, height=table_height(ctx.table), column_config=numbers(ctx.table, weight=WEIGHT_FORMAT))
+st.dataframe(record_table(ctx.table, f"context_L{layer}_H{head}_q{query}"), height=table_height(ctx.table),
+             column_config=numbers(ctx.table, weight=WEIGHT_FORMAT))
 if ctx.head_on:
     st.caption(f"The last row is Σ weight × v over the rows above; it equals the context the model computed to "
                f"within {ctx.max_difference:.1e}.")

@@ -12,7 +12,7 @@ import streamlit as st
 from bertviz_lab.finetune import runs
 from bertviz_lab.ui import finetune as ui
 from bertviz_lab.ui.finetune_results import results
-from bertviz_lab.ui.router import ensure_router
+from bertviz_lab.ui.router import end_page, ensure_router
 
 ensure_router()
 st.title("Fine-tune")
@@ -32,7 +32,7 @@ if started is not None:
 ui.notice()
 if not all_runs:
     st.info("No fine-tuning runs yet. Start one above: it trains in the background, and this page follows it live.")
-    st.stop()
+    end_page()
 
 st.header("Live")
 run = ui.pick_run(all_runs, started)

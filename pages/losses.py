@@ -8,8 +8,9 @@ from bertviz_lab.figures import losses as figs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.losses import F4, FREQUENCY_COLUMNS, STEPS, before_after, reroll, stepper
 from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Losses as K  # this page's session-state keys
-from bertviz_lab.ui.widgets import encode_or_stop, family_note, sentence_inputs
+from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, sentence_inputs
 from bertviz_lab.views import losses as lesson
 from bertviz_lab.views import masking_stats
 
@@ -42,7 +43,7 @@ try:
                               mask_prob=shares[0], random_prob=shares[1], random_tokens=source)
 except InputError as exc:
     st.warning(f"Cannot run this example: {exc}")
-    st.stop()
+    end_page()
 
 titles = lesson.step_titles(walk)
 if walk.nsp_random is None:
@@ -73,8 +74,8 @@ with st.expander("Masking frequencies over many draws"):
     draws = st.number_input("Draws", 100, 20_000, K.DRAWS.default, 100, key=K.DRAWS.name)
     freq = masking_stats.masking_frequencies(ckpt.tokenizer, encoding, draws=int(draws), seed=walk.seed,
                                              rates=walk.rates)
-    st.plotly_chart(figs.masking_frequency_chart(freq, f"{int(draws):,} draws of the masking rule on this input"),
-                    theme=None, key="losses.freq")
+    chart(figs.masking_frequency_chart(freq, f"{int(draws):,} draws of the masking rule on this input"),
+          "masking_frequencies", key="losses.freq")
     st.dataframe(freq, hide_index=True, column_config={**{c: F4 for c in ("target", "bert", "expected", "empirical")},
                                                        **FREQUENCY_COLUMNS})
     st.caption("“SE (rule)” is the standard error the masking rule predicts for this many draws: for picked / "

@@ -8,8 +8,10 @@ at once from one pass (independent) and one at a time from the left (iterative).
 import streamlit as st
 
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
+from bertviz_lab.ui import widgets
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.replaced import replaced_tokens
+from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Predict as K  # this page's session-state keys
 from bertviz_lab.ui.tables import number
 from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain, sentence_inputs
@@ -27,12 +29,12 @@ st.caption("BERT learned by guessing hidden words. Hide some — type [MASK] or 
 ckpt = active_model()
 if ckpt.model.has_rtd:  # an ELECTRA discriminator: what it says of every token instead
     replaced_tokens(ckpt, *sentence_inputs(K.SENTENCES))
-    st.stop()
+    end_page()
 if not ckpt.model.has_mlm:
     st.error("This model has no masked-language-model (MLM) head: "
              f"{ckpt.family.lacks or 'it was saved without the layer that turns hidden states into word guesses'}"
              ", so it cannot fill masks. Pick another model in the sidebar.")
-    st.stop()
+    end_page()
 family_note(ckpt, what="")
 
 text_a, text_b = sentence_inputs(K.SENTENCES)
@@ -67,7 +69,7 @@ try:
                                     top_k=top_k, temperature=temperature, causal=causal, max_steps=MAX_STEPS)
 except predict.NothingMasked:
     st.info("Nothing is hidden yet. Type [MASK] where a word should be guessed, or click words above to mask them.")
-    st.stop()
+    end_page()
 masks = report.independent.masks
 ROW_COLUMNS[report.entropy_column] = number("%.3f")
 
@@ -88,14 +90,15 @@ for i in shown:
     table.metric("Entropy (uncertainty)" if temperature == 1 else f"Entropy of the tempered distribution "
                  f"(τ = {temperature:g})", f"{mask.entropy:.2f} nats",
                  help=f"0 = certain; {report.max_entropy:.2f} = a uniform guess over the whole vocabulary.")
-    chart.plotly_chart(prediction_bars(rows, f"Top-{top_k} for mask #{i + 1}"), key=f"predict.bars.{i}")
+    widgets.chart(prediction_bars(rows, f"Top-{top_k} for mask #{i + 1}"), f"predict_mask{i + 1}", chart,
+                  key=f"predict.bars.{i}", theme="streamlit")
 
 rows = predict.mask_rows(report)
 if report.iterative is None:
     st.caption("Filled sentence")
     st.code(report.independent_text, language=None, wrap_lines=True)
     st.dataframe(rows, hide_index=True, column_config=ROW_COLUMNS)
-    st.stop()
+    end_page()
 
 st.subheader("Independent vs left-to-right")
 one_pass, step_by_step = st.columns(2)
@@ -107,8 +110,8 @@ if report.iterative.at_once:
     st.caption(f"To stay fast, left-to-right stops after {MAX_STEPS - 1} single steps; step {MAX_STEPS} "
                f"filled the remaining {report.iterative.at_once} masks together.")
 st.dataframe(rows, hide_index=True, column_config=ROW_COLUMNS)
-st.plotly_chart(confidence_strip(rows, report.max_entropy, "How unsure is BERT? Entropy per mask"
-                                 + ("" if temperature == 1 else f" at τ = {temperature:g}"), report.entropy_column),
-                key="predict.entropy")
+widgets.chart(confidence_strip(rows, report.max_entropy, "How unsure is BERT? Entropy per mask"
+                               + ("" if temperature == 1 else f" at τ = {temperature:g}"), report.entropy_column),
+              "predict_entropy", key="predict.entropy", theme="streamlit")
 with st.expander("Left-to-right, step by step"):
     st.dataframe(predict.step_rows(report.iterative), hide_index=True, column_config=ROW_COLUMNS)

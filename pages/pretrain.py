@@ -11,7 +11,7 @@ import streamlit as st
 
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import pretrain as ui
-from bertviz_lab.ui.router import ensure_router
+from bertviz_lab.ui.router import end_page, ensure_router
 from bertviz_lab.ui.timelapse import open_button
 
 ensure_router()
@@ -31,7 +31,7 @@ if started is not None:
 ui.notice()
 if not all_runs:
     st.info("No runs yet. Start one above: it trains in the background, and this page follows it live.")
-    st.stop()
+    end_page()
 
 st.header("Live")
 run = ui.pick_run(all_runs, started)

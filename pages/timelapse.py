@@ -9,7 +9,7 @@ order, or compare two steps: which heads changed most, which guesses changed.
 import streamlit as st
 
 from bertviz_lab.ui import timelapse as ui
-from bertviz_lab.ui.router import ensure_router
+from bertviz_lab.ui.router import end_page, ensure_router
 
 ensure_router()
 st.title("Time-lapse")
@@ -19,7 +19,7 @@ st.caption("How a BERT learns, frame by frame: a snapshot of the probe sentences
            "subject, pronoun → referent).")
 lapse = ui.pick()
 if lapse is None:
-    st.stop()
+    end_page()
 ui.controls(lapse)
 ui.player(lapse)
 

@@ -64,6 +64,13 @@ def tiny_model(tiny_config) -> BertForPreTraining:
 
 
 @pytest.fixture
+def headless_checkpoint(tmp_path, tiny_config, tiny_tokenizer):
+    """A tiny BERT saved without its MLM and NSP heads (a bare BertModel's folder)."""
+    return save_checkpoint(BertForPreTraining(tiny_config, mlm_head=False, nsp_head=False), tiny_tokenizer,
+                           tmp_path / "bare")
+
+
+@pytest.fixture
 def tiny_checkpoint(tmp_path, tiny_model, tiny_tokenizer):
     return save_checkpoint(tiny_model, tiny_tokenizer, tmp_path / "tiny",
                            card={"corpus": "none (random init)", "steps": 0})

@@ -71,7 +71,7 @@ def test_classroom_visitor_and_owner(tmp_path):
         open_page(page, f"http://127.0.0.1:{port}")  # the owner, at the projector
         sidebar = page.locator(SIDEBAR)
         assert sidebar.get_by_text("Open a model folder or a Hub id").is_visible()
-        qr = sidebar.locator('[data-testid="stImage"] img')
+        qr = sidebar.locator('[data-testid="stImage"] img').first  # the join box's; the share box's is folded
         qr.wait_for(timeout=30_000)
         assert sidebar.get_by_role("heading", name=f"{LAN}:{port}").is_visible()
         box = qr.bounding_box()

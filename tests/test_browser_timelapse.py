@@ -28,7 +28,7 @@ def test_play_steps_through_a_runs_frames_by_itself(tmp_path):
         open_page(page, url, "pretrain")
         page.get_by_role("button", name="Open its time-lapse").click()
         wait_idle(page)
-        page.wait_for_url(re.compile(r"/timelapse$"))
+        page.wait_for_url(re.compile(r"/timelapse(\?|$)"))  # the link names the run it opened
         page.get_by_text("Frame 8 of 8 · step 100 of 100").wait_for()  # the run's series: 0 1 2 5 10 20 50 100
         assert page.locator(EXCEPTION).count() == 0
         assert page.locator(CHART).count() >= 4  # attention grid, guesses, loss, role scores, word map

@@ -71,7 +71,7 @@ def test_every_outside_path_gets_the_same_one_sentence(tmp_path, rooms, monkeypa
     runs_dir, shipped = rooms
     as_visitor(monkeypatch)
     at = app()
-    assert boxes(at) == ["Join this class", models.BOX]  # the visitor's folder box has a caption
+    assert boxes(at) == ["Join this class", models.BOX, "Share this view"]  # the visitor's folder box has a caption
     for path in outside_paths(tmp_path, shipped, runs_dir, tiny_checkpoint):
         type_folder(at, path)
         assert not at.exception, path
@@ -101,7 +101,7 @@ def test_the_owner_opens_any_folder(rooms, tiny_checkpoint):
     at = type_folder(app(), str(tiny_checkpoint))  # client_ip() is None: a browser on this machine
     assert not at.exception and not at.sidebar.error
     assert at.subheader[0].value == "Active model: tiny"
-    assert boxes(at) == ["Join this class", models.BOX]
+    assert boxes(at) == ["Join this class", models.BOX, "Share this view"]
     type_folder(at, str(tiny_checkpoint.parent / "nope"))
     assert any(str(tiny_checkpoint.parent) in e.value for e in at.sidebar.error)  # the owner sees full paths
 
@@ -170,7 +170,7 @@ def test_the_qr_code_shows_in_classroom_mode_only(rooms, monkeypatch):
     assert [child.type for child in join] == ["expander", "image", "subheader", "caption"]
     assert join.subheader[0].value == "192.168.1.20:8501"
     monkeypatch.delenv(classroom.CLASSROOM_ENV)
-    assert boxes(app()) == [models.BOX]
+    assert boxes(app()) == [models.BOX, "Share this view"]
 
 
 def test_qr_svg_is_black_on_white_with_a_quiet_zone():

@@ -326,7 +326,7 @@ def test_the_owner_picks_a_suggested_model_and_it_downloads_with_progress_and_op
 
 def test_the_owner_types_an_uncached_id_and_it_downloads_and_opens(server):
     at = app()
-    assert [e.label for e in at.sidebar.expander] == [models.BOX]
+    assert [e.label for e in at.sidebar.expander] == [models.BOX, "Share this view"]
     type_folder(at, REPO)
     assert not at.exception and not at.sidebar.error
     assert at.session_state["model.path"] == str(hub.cached_folder(REPO))

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.bert.checkpoint import save_checkpoint
-from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "predict.py")
@@ -186,11 +184,9 @@ def test_script_tags_are_shown_as_text_never_as_html():
     assert not at.exception and codes(at)[0].count("[MASK]") == 6  # a ##l ##e ##r ##t and the typed one
 
 
-def test_model_without_mlm_head_says_so(tmp_path, tiny_config, tiny_tokenizer):
-    bare = save_checkpoint(BertForPreTraining(tiny_config, mlm_head=False, nsp_head=False), tiny_tokenizer,
-                           tmp_path / "bare")
+def test_model_without_mlm_head_says_so(headless_checkpoint):
     at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["model.path"] = str(bare)
+    at.session_state["model.path"] = str(headless_checkpoint)
     at.run()
     assert not at.exception and "no masked-language-model (MLM) head" in at.error[0].value
     assert not at.text_area

@@ -12,7 +12,6 @@ import streamlit as st
 
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures import finetune as figs
-from bertviz_lab.figures.attention import export_config
 from bertviz_lab.finetune import tasks
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import classroom, state
@@ -22,6 +21,7 @@ from bertviz_lab.ui.pretrain import REFRESH_S, curves_of
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Finetune as K
 from bertviz_lab.ui.tables import percents, points
+from bertviz_lab.ui.widgets import chart
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import pretrain as vp
 
@@ -178,10 +178,8 @@ def _live(run_dir: str) -> None:
 
 def chart_pair(curves: dict, key: str, train: bool = True) -> None:
     left, right = st.columns(2)
-    left.plotly_chart(figs.loss_curves(curves, train), key=f"{key}.loss", theme=None,
-                      config=export_config(f"{key}-loss"))
-    right.plotly_chart(figs.accuracy_curves(curves, train), key=f"{key}.acc", theme=None,
-                       config=export_config(f"{key}-accuracy"))
+    chart(figs.loss_curves(curves, train), f"{key}-loss", left, key=f"{key}.loss")
+    chart(figs.accuracy_curves(curves, train), f"{key}-accuracy", right, key=f"{key}.acc")
 
 
 # --- Stop, resume, delete, use ------------------------------------------------------------------------
@@ -212,10 +210,8 @@ def compare_runs(all_runs: list[runs.RunInfo]) -> None:
     legend = vf.legends([r for r in all_runs if r.name in chosen])
     curves = {legend[name]: curves_of(paths[name]) for name in chosen}
     left, right = st.columns(2)
-    left.plotly_chart(figs.accuracy_curves(curves, train=False), key="finetune.compare.acc", theme=None,
-                      config=export_config("finetune-compare-accuracy"))
-    right.plotly_chart(figs.loss_curves(curves, held_out=False), key="finetune.compare.loss", theme=None,
-                       config=export_config("finetune-compare-loss"))
+    chart(figs.accuracy_curves(curves, train=False), "finetune-compare-accuracy", left, key="finetune.compare.acc")
+    chart(figs.loss_curves(curves, held_out=False), "finetune-compare-loss", right, key="finetune.compare.loss")
     st.caption("Each colour is one run, on the same axes. Read the dev accuracy against the steps: a pretrained "
                "start is usually well above chance from the first evaluations on, while a random model of the same "
                "size starts at chance and climbs slowly, if at all. Put a start pretrained with NSP against one "

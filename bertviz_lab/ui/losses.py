@@ -12,6 +12,7 @@ from bertviz_lab.figures import losses as figs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Losses as K
 from bertviz_lab.ui.tables import number
+from bertviz_lab.ui.widgets import chart
 from bertviz_lab.views import losses as lesson
 
 F4, F6 = number("%.4f"), number("%.6f")
@@ -81,7 +82,7 @@ def step_softmax(w):
         "true logit": F4, "logsumexp": F4, "p(true)": F6, "−log p": F6})
     st.text("\n".join(f"position {m.position}: p(true) = exp({m.true_logit:.4f} − {m.logsumexp:.4f}) = "
                       f"{m.p_true:.6f};  −log p = {m.neg_log_p:.6f}" for m in w.mlm.predictions))
-    st.plotly_chart(figs.topk_grid(lesson.topk_panels(w)), theme=None, key="losses.topk")
+    chart(figs.topk_grid(lesson.topk_panels(w)), "losses_topk", key="losses.topk")
 
 
 def step_mlm(w):
@@ -92,8 +93,8 @@ def step_mlm(w):
     right.metric("L_MLM, sum (seed 004's convention)", f"{w.mlm.loss_sum:.4f}")
     right.text(" + ".join(f"{t:.4f}" for t in terms))
     labels = [f"{m.position} {m.true_token}" for m in w.mlm.predictions]
-    st.plotly_chart(figs.neg_log_p_bars(labels, terms, w.mlm.loss_mean, "−log p(true) per masked position"),
-                    theme=None, key="losses.nll")
+    chart(figs.neg_log_p_bars(labels, terms, w.mlm.loss_mean, "−log p(true) per masked position"), "losses_neg_log_p",
+          key="losses.nll")
 
 
 def nsp_column(col, path, reason):

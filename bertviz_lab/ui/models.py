@@ -28,7 +28,7 @@ from bertviz_lab.errors import CheckpointError, LabError
 from bertviz_lab.files import check_path, describe_bytes
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import classroom, state
-from bertviz_lab.ui.router import ensure_router
+from bertviz_lab.ui.router import end_page, ensure_router
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Model as K
 
@@ -87,7 +87,7 @@ class _NotCached(LabError):
     """A Hub id a visitor opened that is not in the cache: a visitor never starts a download."""
 
 
-def _is_hub(text: str) -> bool:
+def is_hub(text: str) -> bool:
     """True if `text` means a Hub model: it looks like a Hub id and names nothing on disk (a local folder
     wins), read as this session reads paths (a visitor's relative to the lab, as visitor_folder does)."""
     if not hub.looks_like_hub_id(text):
@@ -103,7 +103,7 @@ def _is_hub(text: str) -> bool:
 def _folder(target: str) -> str:
     """The folder to load for a picker entry or typed text: a Hub id's snapshot in the cache; otherwise the
     owner's folder as typed, a visitor's resolved and inside visitor_roots()."""
-    if _is_hub(target):
+    if is_hub(target):
         folder = hub.cached_folder(target)
         if folder is not None:
             return str(folder)
@@ -153,7 +153,7 @@ def try_load(target: str) -> bool:
 def label_of(folder: str, models: dict[str, str]) -> str | None:
     """The picker's entry for `folder`: the entry of that folder, or of the Hub model whose snapshot it is."""
     return next((label for label, target in models.items()
-                 if target == folder or (_is_hub(target) and str(hub.cached_folder(target)) == folder)), None)
+                 if target == folder or (is_hub(target) and str(hub.cached_folder(target)) == folder)), None)
 
 
 def _download() -> None:
@@ -202,7 +202,7 @@ def active_model() -> Checkpoint:
     except LabError as exc:
         where = f"{repo_id} (in the Hugging Face cache)" if (repo_id := hub.repo_id_of(path)) else f"at {path}"
         plain_error(shown(f"The model {where} could not be loaded: {exc}"))
-        st.stop()
+        end_page()
 
 
 def _pick(models: dict[str, str]) -> None:

@@ -17,7 +17,7 @@ from bertviz_lab.bert.device import DEVICE_CHOICES
 from bertviz_lab.errors import LabError
 from bertviz_lab.figures import token_labels
 from bertviz_lab.figures import training as figs
-from bertviz_lab.figures.attention import attention_heatmap, export_config
+from bertviz_lab.figures.attention import attention_heatmap
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.pretrain import config as limits
 from bertviz_lab.pretrain import runs
@@ -27,6 +27,7 @@ from bertviz_lab.ui.models import shown, try_load
 from bertviz_lab.ui.state import Model
 from bertviz_lab.ui.state import Pretrain as K
 from bertviz_lab.ui.tables import number, percents, points
+from bertviz_lab.ui.widgets import chart
 from bertviz_lab.views import pretrain as vp
 from bertviz_lab.views import probe
 from bertviz_lab.views.predict import candidate_rows
@@ -204,11 +205,11 @@ def chart_grid(curves: dict[str, figs.Curves], key: str, train: bool = True, nsp
                    "Losses are in nats; guessing uniformly over the vocabulary scores ln(vocabulary size).")
     for row, (left, right) in enumerate(pairs):
         a, b = st.columns(2)
-        a.plotly_chart(left, key=f"{key}.{row}a", theme=None, config=export_config(f"{key}-{row}a"))
+        chart(left, f"{key}-{row}a", a, key=f"{key}.{row}a")
         if row < 2 and not nsp:
             b.info("NSP is off for this run: only masked words are learned.")
         else:
-            b.plotly_chart(right, key=f"{key}.{row}b", theme=None, config=export_config(f"{key}-{row}b"))
+            chart(right, f"{key}-{row}b", b, key=f"{key}.{row}b")
 
 
 def probe_panel(run: runs.RunInfo) -> None:
@@ -228,12 +229,12 @@ def probe_panel(run: runs.RunInfo) -> None:
                + (f" {result.message}" if result.message else ""))
     left, right = st.columns([1, 2])
     for i, mask in enumerate(result.predictions[:2]):
-        left.plotly_chart(prediction_bars(candidate_rows(mask), f"[MASK] #{i + 1}: top guesses"),
-                          key=f"pretrain.guess.{i}", theme=None)
+        chart(prediction_bars(candidate_rows(mask), f"[MASK] #{i + 1}: top guesses"), f"probe_mask{i + 1}", left,
+              key=f"pretrain.guess.{i}")
     labels = token_labels(result.tokens)
-    right.plotly_chart(attention_heatmap(result.attention[layer, head], labels, labels,
-                                         f"Layer {layer} · head {head} · step {result.step:,}"),
-                       key="pretrain.heatmap", theme=None, config=export_config(f"probe_L{layer}_H{head}"))
+    chart(attention_heatmap(result.attention[layer, head], labels, labels,
+                            f"Layer {layer} · head {head} · step {result.step:,}"), f"probe_L{layer}_H{head}", right,
+          key="pretrain.heatmap")
 
 
 # --- Finished runs: use, resume, delete ------------------------------------------------------

@@ -12,7 +12,7 @@ import streamlit as st
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.figures.predictions import replaced_bars
 from bertviz_lab.ui.tables import number
-from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain
+from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, plain
 from bertviz_lab.views import predict
 
 COLUMNS = {"p(replaced)": st.column_config.ProgressColumn("p(replaced)", format="%.4f", min_value=0, max_value=1),
@@ -29,6 +29,7 @@ def replaced_tokens(ckpt: Checkpoint, text_a: str, text_b: str | None) -> None:
     flagged = [f"{plain(r['token'])} ({r['p(replaced)']:.0%})" for r in rows if r["p(replaced)"] > 0.5]
     st.subheader("Which tokens look replaced?")
     st.caption("Flagged, above 50%: " + (", ".join(flagged) if flagged else "none: every token looks original"))
-    table, chart = st.columns([2, 3])
+    table, right = st.columns([2, 3])
     table.dataframe(rows, hide_index=True, column_config=COLUMNS)
-    chart.plotly_chart(replaced_bars(rows, "p(replaced) = sigmoid(logit) per token; dashed: 50%"), key="predict.replaced")
+    chart(replaced_bars(rows, "p(replaced) = sigmoid(logit) per token; dashed: 50%"), "replaced_tokens", right,
+          key="predict.replaced", theme="streamlit")

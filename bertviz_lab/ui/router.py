@@ -1,8 +1,40 @@
-"""Keeps every request inside app.py's router, even a deep link that is a server's first request."""
+"""Keeps every request inside app.py's router, even a deep link that is a server's first request, and lets a
+page end early without ending the app's own work after it (the link and the share box, app.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from typing import NoReturn
+
 import streamlit as st
+
+_routed = threading.local()  # each session's script runs in a thread of its own
+
+
+class PageEnd(Exception):
+    """A page has nothing more to draw (`end_page`); app.py's `routing()` catches it."""
+
+
+@contextlib.contextmanager
+def routing():
+    """Run a page under the router: `end_page` inside it ends the page, not the whole script run."""
+    _routed.on = True
+    try:
+        yield
+    except PageEnd:
+        pass
+    finally:
+        _routed.on = False
+
+
+def end_page() -> NoReturn:
+    """Stop drawing this page, as `st.stop()` would. Under app.py's router only the page ends, so what app.py
+    draws after it (the link that restores the view, the share box) still runs: after `st.stop()` every
+    Streamlit call of the run raises again. A page run on its own (AppTest of one page) gets `st.stop()`."""
+    if getattr(_routed, "on", False):
+        raise PageEnd
+    st.stop()
 
 
 def ensure_router() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 from bertviz_lab.views import finetune as vf
+from bertviz_lab.views import lesson as vl
 from bertviz_lab.views import onehot, probe
 from bertviz_lab.views import pretrain as vp
 from bertviz_lab.views import worked as w
@@ -123,6 +124,17 @@ def keep_valid(key: Key, options: Iterable) -> None:
 
 
 # --- The keys, page by page --------------------------------------------------------------------
+class Classroom:
+    """Projector view, links that restore a view and the handout (ui/projector.py, ui/links.py, ui/handout.py),
+    which app.py runs around every page."""
+    PROJECTOR = Key("view.projector", False)  # the switch; also ?projector=1
+    PROJECTOR_READ = Key("view.projector_read")  # the session has read ?projector= from its first URL
+    RESTORED = Key("links.restored", frozenset())  # the pages whose link this session has read
+    RESTORED_VALUES = Key("links.restored_values")  # (page, what its link set) until the page's notes read it
+    NOTES = Key("links.notes")  # (page, the query the notes are about, the notes)
+    HANDOUT = Key("handout.views")  # page script hash -> handout.View, the most recently closed last
+
+
 class Model:
     """The sidebar (ui/models.py), drawn once by app.py."""
     PATH = Key("model.path", str(SHIPPED / "bertviz-mini"))  # the folder of the active model
@@ -293,3 +305,28 @@ class Shapes:
     LAYER = Key("shapes.layer", 0, one_of)  # its layer and head: fewer after the sizes shrink
     HEAD = Key("shapes.head", 0, one_of)
     INPUTS = (SOURCE, TEXT, MODEL, HIDDEN, LAYERS, HEADS, INTERMEDIATE, ROW, LAYER, HEAD)
+
+
+class Lesson:
+    """The guided lesson (pages/lesson.py): its step, its sentences, the class's guesses, the revealed answers."""
+    STEP = Key("lesson.step", 1, nearest)
+    BACK, NEXT, RESTART = Key("lesson.back"), Key("lesson.next"), Key("lesson.restart")
+    MASKED = Key("lesson.masked", "the cat sat on the [MASK] .")  # tokens, embeddings, the guess, the loss
+    TRUE_WORD = Key("lesson.true_word", "mat")  # the word hidden under the first [MASK]
+    WORD = Key("lesson.word", None, one_of)  # the embeddings step's word; None: the sentence's longest
+    ATTENTION = Key("lesson.attention", "the animal did not cross the street because it was too tired .")
+    HEAD = Key("lesson.head", None, one_of)  # "L2 H1" of the softmax step; None: the model's pronoun head
+    HEAD_FOR = Key("lesson.head_for")  # the model whose pronoun head HEAD started from
+    NSP_A = Key("lesson.nsp_a", "the cat sat on the mat .")
+    NSP_B = Key("lesson.nsp_b", "it was a warm afternoon .")
+    TASK = Key("lesson.task", "acceptability", one_of)  # the fine-tuning step's built-in task
+    SENSE_WORD = Key("lesson.sense_word", "bank")
+    SENSE_A = Key("lesson.sense_a", "a fisherman was fishing on the bank .")
+    SENSE_B = Key("lesson.sense_b", "i went to the bank to deposit money .")
+    GUESSES = tuple(Key(f"lesson.guess.{n}") for n in range(1, len(vl.STEPS) + 1))  # the class's guess per step
+    REVEAL = Key("lesson.reveal")  # each step's Reveal button is this name + "." + the step
+    ANSWERS = Key("lesson.answers", {})  # step -> views.lesson.Answered; replaced whole, never changed in place
+    TRAINING = Key("lesson.training")  # the short training run: (seed, train records, held-out records)
+    RETRAIN = Key("lesson.retrain")
+    PROBE = Key("lesson.probe")  # (what it was computed for, the linear probes' result)
+    INPUTS = (MASKED, TRUE_WORD, WORD, ATTENTION, HEAD, NSP_A, NSP_B, TASK, SENSE_WORD, SENSE_A, SENSE_B, *GUESSES)

@@ -10,7 +10,7 @@ import streamlit as st
 from bertviz_lab.figures import timelapse as tfig
 from bertviz_lab.figures import token_labels
 from bertviz_lab.figures import training as figs
-from bertviz_lab.figures.attention import attention_grid, attention_heatmap, export_config
+from bertviz_lab.figures.attention import attention_grid, attention_heatmap
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.pretrain import runs, snapshots
 from bertviz_lab.pretrain.heads import ROLE_NAMES
@@ -18,6 +18,7 @@ from bertviz_lab.ui import state
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import TimeLapse as K
 from bertviz_lab.ui.tables import numbers, percents
+from bertviz_lab.ui.widgets import chart
 from bertviz_lab.views import timelapse as vt
 
 PLAY_S = 1.2  # seconds per frame while playing
@@ -137,26 +138,26 @@ def _frame(lapse: vt.TimeLapse, playing: bool) -> None:
                                 f"Layer {layer} · head {head} · step {step:,}", height=520)
     else:
         fig = attention_grid(probe["attention"], labels, labels, title=f"Every head at step {step:,}")
-    left.plotly_chart(fig, key="lapse.attention", theme=None, config=export_config(f"timelapse_{step}"))
+    chart(fig, f"timelapse_{step}", left, key="lapse.attention")
     masked = probe["text"].split()
     masked[masked.index(probe["masked"])] = "[MASK]"
-    right.plotly_chart(prediction_bars([{"token": t, "probability": p} for t, p in probe["top"]],
-                                       f"Guesses for [MASK] (true: {probe['masked']})"),
-                       key="lapse.top", theme=None)
+    chart(prediction_bars([{"token": t, "probability": p} for t, p in probe["top"]],
+                          f"Guesses for [MASK] (true: {probe['masked']})"), f"timelapse_{step}_guesses", right,
+          key="lapse.top")
     right.caption(" ".join(masked))
     curves = figs.Curves(lapse.train, lapse.eval)
     if not lapse.eval.empty or not lapse.train.empty:
-        right.plotly_chart(tfig.mark_step(figs.loss_curves({lapse.name: curves}, "mlm"), step),
-                           key="lapse.loss", theme=None)
+        chart(tfig.mark_step(figs.loss_curves({lapse.name: curves}, "mlm"), step), f"timelapse_{step}_loss", right,
+              key="lapse.loss")
     left, right = st.columns([3, 2])
     role = state.get(K.ROLE) or "previous"
-    left.plotly_chart(tfig.role_lines(steps, vt.role_series(lapse, role), role, index,
-                                      f"Each head's score for {ROLE_NAMES.get(role, role)}"),
-                      key="lapse.roles", theme=None)
+    chart(tfig.role_lines(steps, vt.role_series(lapse, role), role, index,
+                          f"Each head's score for {ROLE_NAMES.get(role, role)}"), f"timelapse_roles_{role}", left,
+          key="lapse.roles")
     if frame["words"]:
         xy = vt.positions(lapse)[index]
-        right.plotly_chart(tfig.word_map(xy, frame["words"], frame["groups"], f"Word embeddings at step {step:,}"),
-                           key="lapse.words", theme=None)
+        chart(tfig.word_map(xy, frame["words"], frame["groups"], f"Word embeddings at step {step:,}"),
+              f"timelapse_{step}_words", right, key="lapse.words")
         right.caption(f"The token embeddings of {len(frame['words'])} words, in their first two principal "
                       f"components ({frame['explained']:.0%} of the variance), turned to line up with the next "
                       "frame. Watch words of one kind gather.")

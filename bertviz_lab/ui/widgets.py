@@ -1,15 +1,20 @@
-"""Widget groups shared by pages: sentence inputs, encoding with visible notes, typed text shown as typed."""
+"""Widget groups shared by pages: sentence inputs, encoding with visible notes, typed text shown as typed,
+and every chart with its Export menu (PNG, SVG, CSV) and its place in the handout."""
 
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
-from bertviz_lab.errors import InputError
+from bertviz_lab.errors import ExportError, InputError
+from bertviz_lab.figures import export
 from bertviz_lab.figures.attention import export_config
+from bertviz_lab.ui import handout, projector
+from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Sentences
 from bertviz_lab.views import inputs
 
@@ -39,16 +44,47 @@ def encode_or_stop(ckpt: Checkpoint, text_a: str, text_b: str | None) -> Encodin
         encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text_a, text_b)
     except InputError as exc:
         st.warning(str(exc))
-        st.stop()
+        end_page()
     if encoding.truncated:
         st.info(f"The text is {len(encoding) + encoding.truncated:,} tokens long; this model reads at most "
                 f"{ckpt.config.max_tokens}, so the last {encoding.truncated:,} tokens were dropped.")
     return encoding
 
 
-def chart(fig, filename: str, where=st) -> None:
-    """A figure at its own colours, whose camera button saves `filename`.png."""
-    where.plotly_chart(fig, theme=None, config=export_config(filename))
+def chart(fig, filename: str, where=st, key: str | None = None, theme: str | None = None) -> None:
+    """A figure at its own colours (theme="streamlit": Streamlit's), whose camera button saves `filename`.png,
+    with an Export menu under it and a place in the handout (ui/handout.py). `key`: the chart's element key,
+    needed where a page draws two charts of one `filename`."""
+    where.plotly_chart(projector.enlarge(fig), theme=theme, key=key, config=export_config(filename))
+    export_menu(fig, filename, where, key or filename)  # exports and the handout keep the figure's own size
+    handout.record_chart(fig, filename, key or filename)
+
+
+def export_menu(fig, filename: str, where=st, key: str | None = None) -> None:
+    """A small "Export" popover under a chart: PNG and SVG (drawn by a browser: figures/export.py) and the CSV of
+    its numbers, each made when clicked. Its buttons exist only while it is open, and opening it reruns only
+    its own fragment, so a page redraw pays for one closed popover a chart."""
+    with where.container():
+        st.fragment(_export_menu)(fig, filename, f"export.{key or filename}")
+
+
+def _export_menu(fig, filename: str, key: str) -> None:
+    row = st.container(horizontal=True, horizontal_alignment="right")
+    menu = row.popover("Export", icon=":material/download:", type="tertiary", key=key, on_change="rerun",
+                       help="This chart as an image (PNG, SVG) or its numbers (CSV)")
+    if not menu.open:
+        return
+    try:
+        export.check()
+        for fmt, what in (("png", "PNG image"), ("svg", "SVG image (prints at any size)")):
+            menu.download_button(what, partial(export.image, fig, fmt), file_name=f"{filename}.{fmt}",
+                                 mime=export.FORMATS[fmt], key=f"{key}.{fmt}", on_click="ignore",
+                                 icon=":material/image:", width="stretch")
+    except ExportError as exc:
+        menu.caption(str(exc))
+    menu.download_button("Its numbers (CSV)", lambda: export.numbers(fig).to_csv(index=False),
+                         file_name=f"{filename}.csv", mime="text/csv", key=f"{key}.csv", on_click="ignore",
+                         icon=":material/table:", width="stretch")
 
 
 def family_note(ckpt: Checkpoint, what: str | None = None) -> None:

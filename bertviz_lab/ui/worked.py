@@ -13,7 +13,7 @@ from bertviz_lab.figures.worked import weight_bars
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Worked as K
 from bertviz_lab.ui.tables import MAX_ROWS_IN_FULL, number
-from bertviz_lab.ui.widgets import plain
+from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import onehot
 from bertviz_lab.views import worked as w
 
@@ -121,9 +121,8 @@ def attention_section() -> None:
     a.metric("Σ exp", f"{steps.total:.4f}" if steps.total < 1e6 else f"{steps.total:.4e}")
     b.metric("Largest weight", f"{steps.table['weight'].max():.4f}")
     printed = steps.table.get("weight (as printed in seed 000)")
-    st.plotly_chart(weight_bars(tokens, steps.table["weight"], "Attention weights of the [MASK] query",
-                                other=printed, other_name="as printed in seed 000"),
-                    theme=None, key="worked.attn.chart")
+    chart(weight_bars(tokens, steps.table["weight"], "Attention weights of the [MASK] query",
+                      other=printed, other_name="as printed in seed 000"), "worked_attention", key="worked.attn.chart")
     if seed:
         comparison(steps.checks, "worked.attn.checks")
     elif d_head is not None:
@@ -165,10 +164,9 @@ def mlm_section() -> None:
     b.metric("Loss −ln p(true word)", f"{result.loss:.4f}", delta=f"{result.loss - result.uniform:+.4f} vs uniform",
              delta_color="inverse")
     c.metric(f"Uniform baseline ln {result.vocab_size}", f"{result.uniform:.4f}")
-    st.plotly_chart(weight_bars(words, result.table["probability"], "Probabilities of the MLM head (true word dark)",
-                                other=result.table.get("probability (as printed in seed 000)"),
-                                other_name="as printed in seed 000", highlight=true),
-                    theme=None, key="worked.mlm.chart")
+    chart(weight_bars(words, result.table["probability"], "Probabilities of the MLM head (true word dark)",
+                      other=result.table.get("probability (as printed in seed 000)"),
+                      other_name="as printed in seed 000", highlight=true), "worked_mlm", key="worked.mlm.chart")
     if seed:
         comparison(result.checks, "worked.mlm.checks")
         st.caption("“From the seed's rounded figures” redoes a step with the seed's rounded inputs (e.g. the loss "
@@ -212,11 +210,11 @@ def one_hot_section() -> None:
     a.metric("Weight on the query itself, no scaling", f"{weights_plain[query]:.4f}")
     b.metric(f"Weight on the query itself, ÷ √{d}", f"{weights_scaled[query]:.4f}",
              delta=f"{weights_scaled[query] - weights_plain[query]:+.4f}", delta_color="off")
-    a.plotly_chart(weight_bars(tokens, weights_plain, "No scaling (as in seed 001)", digits=4,
-                               other=side.get("weight (as printed in seed 001)"), other_name="as printed in seed 001"),
-                   theme=None, key="worked.onehot.chart.plain")
-    b.plotly_chart(weight_bars(tokens, weights_scaled, f"÷ √{d} (as in BERT)", digits=4),
-                   theme=None, key="worked.onehot.chart.scaled")
+    chart(weight_bars(tokens, weights_plain, "No scaling (as in seed 001)", digits=4,
+                      other=side.get("weight (as printed in seed 001)"), other_name="as printed in seed 001"),
+          "worked_onehot_plain", a, key="worked.onehot.chart.plain")
+    chart(weight_bars(tokens, weights_scaled, f"÷ √{d} (as in BERT)", digits=4), "worked_onehot_scaled", b,
+          key="worked.onehot.chart.scaled")
     st.markdown("**Output = Σ weight × v**")
     table(output, "worked.onehot.output")
     if seed:

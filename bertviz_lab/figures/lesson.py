@@ -1,0 +1,70 @@
+"""Lesson figures: a question's options as the model scores them, its answer dark and the class's guess
+outlined; the short training run's loss on fixed axes; a reference level (chance, ln V) drawn across.
+
+Numbers and labels in, plotly out; labels arrive as typed and are HTML-escaped here.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from bertviz_lab.figures import house, house_layout
+from bertviz_lab.figures.training import Curves, loss_curves
+
+ANSWER_COLOR, OTHER_COLOR = "#1f5fa8", "#c6dbef"  # the model's answer; the other options
+GUESS_COLOR, LEVEL_COLOR = "#e0791b", "#7f7f7f"  # the outline of the class's guess; a reference line
+LABEL_CHARS = 48  # a longer option (a sentence) is cut on the axis; the hover has it whole
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
+
+
+def answer_bars(labels: list[str], values: list[float], answer: str, guess: str | None, title: str,
+                value_format: str = ".3f", x_title: str = "", reference: tuple[float, str] | None = None
+                ) -> go.Figure:
+    """One horizontal bar per option, in the order given (top to bottom); the answer's bar dark, the guess's
+    outlined in orange; `reference` (value, name) a dashed vertical line, e.g. chance level."""
+    shown = [html.escape(_short(str(label))) for label in labels]
+    bar = go.Bar(
+        x=[float(v) for v in values], y=shown, orientation="h", cliponaxis=False,
+        marker=dict(color=[ANSWER_COLOR if label == answer else OTHER_COLOR for label in labels],
+                    line=dict(color=[GUESS_COLOR if label == guess else "rgba(0,0,0,0)" for label in labels],
+                              width=4)),
+        text=[format(float(v), value_format) for v in values], textposition="outside", textfont=dict(size=15),
+        customdata=[html.escape(str(label)) for label in labels],
+        hovertemplate=f"<b>%{{customdata}}</b><br>%{{x:{value_format}}}<extra></extra>")
+    top = max([float(v) for v in values] + [reference[0] if reference else 0.0, 1e-9])
+    low = min([float(v) for v in values] + [0.0])
+    room = 0.25 * (top - low)  # for the numbers at the bars' ends, left of a negative bar too
+    if value_format.endswith("%") and 0 <= low and top <= 1:  # shares: the whole scale, 0 to 100%
+        top, room = 1.0, 0.15
+    layout = dict(
+        yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=15)),
+        xaxis=dict(title=dict(text=x_title), range=[low - room if low < 0 else 0, top + room], zeroline=True,
+                   zerolinecolor="#888", tickformat=".0%" if value_format.endswith("%") else None),
+        showlegend=False, bargap=0.35)
+    if reference is not None:
+        layout["shapes"] = [dict(type="line", x0=reference[0], x1=reference[0], yref="paper", y0=0, y1=1,
+                                 line=dict(color=LEVEL_COLOR, dash="dash", width=2))]
+        layout["annotations"] = [dict(x=reference[0], y=1, yref="paper", yanchor="bottom", showarrow=False,
+                                      text=html.escape(reference[1]), font=dict(color=LEVEL_COLOR, size=13))]
+    return go.Figure(data=[bar], layout=house(layout, title, 130 + 44 * len(labels)))
+
+
+def training_loss(train: pd.DataFrame, held_out: pd.DataFrame, chance: float, steps: int) -> go.Figure:
+    """A run's MLM loss (train faint, held-out bold) on fixed axes, 0 to `steps` and 0 to above ln V, so a
+    live chart grows without its axes jumping; ln V (`chance`) drawn across."""
+    fig = loss_curves({"tiny BERT": Curves(train, held_out)})
+    fig.update_layout(xaxis_range=[0, steps], yaxis_range=[0, chance * 1.15])
+    return with_level(fig, chance, f"ln V = {chance:.2f} (a uniform guess)")
+
+
+def with_level(fig: go.Figure, level: float, name: str) -> go.Figure:
+    """`fig` with a dashed horizontal line at `level`, named at its right end (e.g. ln V on a loss chart)."""
+    fig.add_hline(y=level, line=dict(color=LEVEL_COLOR, dash="dash", width=2), annotation_text=html.escape(name),
+                  annotation_position="top right", annotation_font=dict(color=LEVEL_COLOR, size=13))
+    return house_layout(fig, fig.layout.title.text, fig.layout.height)

@@ -1,0 +1,201 @@
+"""The Lesson page's widget groups: the stepper, predict-then-reveal with the running score, the inputs a
+teacher edits, and the two live runs (training, probes) drawn while they compute.
+
+`ask` is the heart of every step: the question, the class's guess (a number, pills, a radio or a
+selectbox, by the options), and a Reveal button that stays locked until there is a guess. Reveal computes
+the model's answer, stores it with what it was computed for (model and sentences), and the step then shows
+the guess, the verdict and its live view. Change the sentence or the model and the step asks again; an
+earlier answer keeps counting in the score until the new one replaces it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pandas as pd
+import streamlit as st
+
+from bertviz_lab.bert.checkpoint import Checkpoint
+from bertviz_lab.bert.tokenizer import Encoding
+from bertviz_lab.errors import InputError
+from bertviz_lab.figures.lesson import training_loss
+from bertviz_lab.ui import state
+from bertviz_lab.ui.state import Lesson as K
+from bertviz_lab.ui.widgets import chart, plain
+from bertviz_lab.views import inputs, predict
+from bertviz_lab.views import lesson as vl
+from bertviz_lab.views import lesson_runs as runs
+
+COUNT = len(vl.STEPS)
+PILLS_MAX = 24  # more options than this go in a selectbox (BERT-base's 144 heads)
+
+
+# --- Navigation and score ----------------------------------------------------------------------------
+def move(delta: int) -> None:
+    state.put(K.STEP, min(max(state.get(K.STEP) + delta, 1), COUNT))
+
+
+def start_over() -> None:
+    state.put(K.ANSWERS, {})
+    state.put(K.STEP, 1)
+    for key in K.GUESSES:
+        state.forget(key)
+
+
+def stepper() -> int:
+    """Back, the step picker and Next, then the progress bar; returns the step shown (1-based)."""
+    state.init(K.STEP)
+    state.keep_valid(K.STEP, range(1, COUNT + 1))
+    state.keep(K.STEP)
+    current = state.get(K.STEP)
+    back, pick, forward = st.columns([1, 4, 1], vertical_alignment="bottom")
+    back.button("Back", key=K.BACK.name, on_click=move, args=(-1,), disabled=current == 1,
+                icon=":material/arrow_back:", width="stretch")
+    pick.selectbox("Go to step", range(1, COUNT + 1), key=K.STEP.name,
+                   format_func=lambda n: f"{n} · {vl.STEPS[n - 1]}")
+    forward.button("Next", key=K.NEXT.name, on_click=move, args=(1,), disabled=current == COUNT,
+                   icon=":material/arrow_forward:", width="stretch")
+    st.progress(current / COUNT, text=f"Step {current} of {COUNT}")
+    return current
+
+
+def score_bar() -> None:
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    left.markdown(f"**Score:** {vl.score(state.get(K.ANSWERS))}")
+    right.button("Start over", key=K.RESTART.name, on_click=start_over, icon=":material/restart_alt:",
+                 width="stretch", help="Forget every answer and go back to step 1.")
+
+
+# --- Inputs ------------------------------------------------------------------------------------------
+def sentence(key: state.Key, label: str) -> str:
+    """A text box the teacher edits; its text outlives a visit to another step or page."""
+    state.init(key)
+    state.keep(key)
+    return st.text_input(label, key=key.name, max_chars=500)
+
+
+def choice(key: state.Key, label: str, options: list, default, **kwargs):
+    """A selectbox whose remembered value is kept while the options still offer it, else `default` (a value,
+    or a function computing it only when needed)."""
+    state.keep_valid(key, options)
+    if st.session_state.get(key.name) is None:
+        state.put(key, default() if callable(default) else default)
+    state.keep(key)
+    return st.selectbox(label, options, key=key.name, **kwargs)
+
+
+@contextmanager
+def shown_errors() -> Iterator[None]:
+    """Bad input or a missing head ends the step with a sentence saying so, never a traceback."""
+    try:
+        yield
+    except InputError as exc:
+        text = str(exc).strip()
+        message = plain(text[:1].upper() + text[1:] + ("" if text[-1:] in ".?!”" else "."))
+        quiet = isinstance(exc, (vl.MissingHead, predict.NothingMasked))
+        (st.info if quiet else st.warning)(message, icon=":material/info:" if quiet else ":material/warning:")
+
+
+def encode(ckpt: Checkpoint, text: str, text_b: str | None = None) -> Encoding:
+    """The text as the model reads it; an InputError when it is empty or longer than the model reads."""
+    return inputs.encode(ckpt.tokenizer, ckpt.model, text, text_b, allow_truncation=False)
+
+
+def basis(ckpt: Checkpoint, *values) -> tuple:
+    """What a revealed answer depends on: the model and the step's inputs."""
+    return (str(ckpt.path), *values)
+
+
+# --- Predict, then reveal ----------------------------------------------------------------------------
+def guess_widget(question: vl.Question, key: state.Key):
+    label = "Your class's guess"
+    if not question.options:
+        return st.number_input(label, min_value=0, max_value=100_000, step=1, value=None, key=key.name,
+                               placeholder="a whole number")
+    if state.get(key) not in (None, *question.options):  # a guess at the options of another sentence
+        state.forget(key)
+    if len(question.options) > PILLS_MAX:
+        return st.selectbox(label, question.options, index=None, key=key.name, placeholder="Pick one")
+    if max(len(o) for o in question.options) <= 24:
+        return st.pills(label, question.options, key=key.name, format_func=plain)
+    return st.radio(label, question.options, index=None, key=key.name, format_func=plain)
+
+
+def ask(step: int, question: vl.Question, about: tuple, solve: Callable[[], vl.Quiz]) -> vl.Answered | None:
+    """The question and the class's guess; Reveal runs `solve` (the model's answer, computed now) and stores
+    it. Returns the answered step once it is revealed for these inputs (`about`), else None."""
+    st.markdown(f"**Predict, then reveal:** {plain(question.prompt)}")
+    answered = state.get(K.ANSWERS).get(step)
+    if answered is not None and answered.basis == about:
+        st.markdown(f"Your class's guess: **{plain(str(answered.guess))}**")
+        verdict(answered)
+        return answered
+    if answered is not None:
+        st.caption("This step was revealed for another sentence or model (that answer stays in the score); "
+                   "guess again for this one.")
+    state.keep(K.GUESSES[step - 1])
+    guess = guess_widget(question, K.GUESSES[step - 1])
+    if st.button("Reveal", key=f"{K.REVEAL.name}.{step}", type="primary", disabled=guess is None,
+                 icon=":material/visibility:"):
+        answers = {**state.get(K.ANSWERS), step: vl.Answered(about, guess, solve())}
+        state.put(K.ANSWERS, answers)
+        st.rerun()
+    if guess is None:
+        st.caption("Commit to a guess first: Reveal unlocks once there is one.")
+    return None
+
+
+def verdict(answered: vl.Answered) -> None:
+    quiz = answered.quiz
+    stop = "" if str(quiz.answer)[-1:] in ".?!" else "."  # a sentence as the answer has its own
+    text = (f"The model's answer: **{plain(str(quiz.answer))}**{stop} {plain(quiz.why)}  \n"
+            f"Score: {vl.score(state.get(K.ANSWERS))}.")
+    if answered.right:
+        st.success("Right! " + text, icon=":material/check_circle:")
+    else:
+        st.error("Not this time. " + text, icon=":material/cancel:")
+
+
+# --- The two live runs -------------------------------------------------------------------------------
+def train_live(seed: int) -> tuple[int, list[dict], list[dict]]:
+    """Train the tiny BERT with a progress bar and a loss chart that grows as it learns; stored in K.TRAINING."""
+    steps = runs.TINY["steps"]
+    bar, slot = st.progress(0.0, text="Training a tiny BERT from scratch…"), st.empty()
+    train, held_out = [], []
+    for record in runs.train_tiny(seed):
+        if record["kind"] == "train":
+            train.append(record)
+            bar.progress(record["step"] / steps, text=f"Step {record['step']} of {steps}: "
+                                                      f"loss {record['mlm_loss']:.3f}")
+        elif record["kind"] == "eval":
+            held_out.append(record)
+        if record["kind"] == "eval" or (record["kind"] == "train" and record["step"] % 5 == 0):
+            with slot.container():  # a file name per frame: each chart's export menu needs its own key
+                chart(training_chart(train, held_out), f"lesson_training_{record['kind']}{record['step']}")
+    bar.empty()
+    slot.empty()
+    run = (seed, train, held_out)
+    state.put(K.TRAINING, run)
+    return run
+
+
+def training_chart(train: list[dict], held_out: list[dict]):
+    """The run's MLM loss, train and held-out, with ln V (a uniform guess) drawn across."""
+    return training_loss(pd.DataFrame(train), pd.DataFrame(held_out), math.log(runs.tiny_vocab_size()),
+                         runs.TINY["steps"])
+
+
+def probe_live(ckpt: Checkpoint, task: str) -> runs.ProbeResult:
+    """The two linear probes with a progress bar; stored in K.PROBE with the model and task."""
+    bar = st.progress(0.0, text="Fine-tuning: reading the task…")
+    result = runs.compare_probes(ckpt.model, ckpt.tokenizer, task, lambda share, text: bar.progress(share, text))
+    bar.empty()
+    state.put(K.PROBE, (basis(ckpt, task), result))
+    return result
+
+
+def wide(table: pd.DataFrame) -> pd.DataFrame:
+    """Positions as columns, so a whole sentence fits on a projector; cells shown as text."""
+    return table.set_index("position").T.astype(str).rename(columns=str)

@@ -1,0 +1,307 @@
+"""Links that restore a view: each page's choices live in the address bar (`st.query_params`).
+
+After every run `publish` writes the page's sentences, masks, layer, head, query token and options into
+the URL, only those that differ from their defaults, so a link stays short. A teacher pastes the address,
+or shows its QR code (ui/share.py), and everyone sees the same view. On a page's first run in a session,
+`restore` reads the URL back into session state before any widget is drawn.
+
+A link is text anyone can write, so every value goes through a reader that knows its type and range.
+The page falls back to its default, and says so in one note, for each of these: a value a reader refuses
+(`layer=abc`), a parameter the page does not know, and a value the page cannot offer
+(layer 7 of a 2-layer model, which the page's own check drops).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pathlib import Path
+
+import streamlit as st
+
+from bertviz_lab.bert import hub
+from bertviz_lab.ui import models, state
+from bertviz_lab.ui.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
+                                  Sentences, TimeLapse)
+from bertviz_lab.views import attention as av
+from bertviz_lab.views import losses as lv
+
+MAX_TEXT = 1_000  # characters of one sentence in a link: longer ones make URLs that break and dense QR codes
+MAX_PARAMS = 64  # parameters read from one link; a longer query string is hostile or broken
+MAX_NOTED = 6  # parameters named in the note; the rest are counted
+GLOBAL = ("projector", "model")  # read by app.py and the sidebar on every page, not by this module
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+# --- Readers: the URL's text -> a value, or ValueError(why) -----------------------------------------
+def text(limit: int = MAX_TEXT) -> Callable[[str], str]:
+    def read(value: str) -> str:
+        if len(value) > limit:
+            raise ValueError(f"is longer than {limit:,} characters")
+        if _CONTROL.search(value):
+            raise ValueError("holds control characters")
+        return value
+    return read
+
+
+def flag(value: str) -> bool:
+    words = {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}
+    if value.lower() not in words:
+        raise ValueError("is not 1 or 0")
+    return words[value.lower()]
+
+
+def integer(low: int, high: int) -> Callable[[str], int]:
+    def read(value: str) -> int:
+        if not re.fullmatch(r"-?\d{1,10}", value.strip()):
+            raise ValueError("is not a whole number")
+        number = int(value)
+        if not low <= number <= high:
+            raise ValueError(f"is not between {low:,} and {high:,}")
+        return number
+    return read
+
+
+def number(low: float, high: float) -> Callable[[str], float]:
+    def read(value: str) -> float:
+        try:
+            result = float(value) if len(value) <= 32 else math.nan
+        except ValueError:
+            result = math.nan
+        if not math.isfinite(result):
+            raise ValueError("is not a number")
+        if not low <= result <= high:
+            raise ValueError(f"is not between {low:g} and {high:g}")
+        return result
+    return read
+
+
+def choice(options) -> Callable[[str], str]:
+    def read(value: str) -> str:
+        if value not in options:
+            raise ValueError("is not one of " + ", ".join(map(str, options)))
+        return value
+    return read
+
+
+def token_range(value: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d{1,6})-(\d{1,6})", value.strip())
+    if not match or int(match[1]) > int(match[2]):
+        raise ValueError("is not a token range like 0-63")
+    return int(match[1]), int(match[2])
+
+
+def head_name(value: str) -> str:
+    if not re.fullmatch(r"L\d{1,4} H\d{1,4}", value):
+        raise ValueError("is not a head like L0 H1")
+    return value
+
+
+# --- Parameters ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Param:
+    """One URL parameter: its name, the session key it fills, its reader; `many`: a list, as repeated
+    parameters (?mask=cat&mask=mat)."""
+    name: str
+    key: Key
+    read: Callable[[str], Any]
+    many: bool = False
+
+    def url_value(self) -> str | list[str] | None:
+        """What goes into the URL for the value held now; None for the default (left out of the link)."""
+        value = state.get(self.key)
+        if value is None or value == self.key.default or (self.many and list(value) == list(self.key.default or ())):
+            return None
+        if self.many:
+            return [str(v) for v in value]
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if isinstance(value, float):
+            return f"{value:g}"
+        if isinstance(value, (tuple, list)):  # a token range
+            return f"{value[0]}-{value[1]}"
+        return str(value)
+
+
+def sentences(keys: Sentences) -> tuple[Param, ...]:
+    return Param("a", keys.text_a, text()), Param("pair", keys.pair, flag), Param("b", keys.text_b, text())
+
+
+LAYER, HEAD, TOKEN = integer(0, 999), integer(0, 999), integer(0, 99_999)
+PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that page
+    "predict": (*sentences(Predict.SENTENCES), Param("mask", Predict.WORDS, text(100), many=True),
+                Param("k", Predict.TOP_K, integer(1, 20)), Param("temperature", Predict.TEMPERATURE, number(0.1, 3)),
+                Param("causal", Predict.CAUSAL, flag)),
+    "attention": (*sentences(Attention.SENTENCES), Param("layer", Attention.LAYER, LAYER),
+                  Param("head", Attention.HEAD, HEAD), Param("mean", Attention.MEAN, flag),
+                  Param("hide", Attention.HIDE, flag), Param("block", Attention.BLOCK, choice(av.BLOCKS)),
+                  Param("range", Attention.RANGE, token_range), Param("grid", Attention.GRID, flag),
+                  Param("off", Attention.OFF, head_name, many=True), Param("query", Attention.QUERY, TOKEN),
+                  Param("tau", Attention.TAU, number(0.1, 5)), Param("key", Attention.KEY, TOKEN)),
+    "losses": (*sentences(Losses.SENTENCES), Param("seed", Losses.SEED, integer(0, 2**31 - 1)),
+               Param("rate", Losses.RATE, number(0, 1)),
+               *(Param(key.name.split(".")[1], key, number(0, 1)) for key in Losses.SHARES),
+               Param("random_from", Losses.RANDOM_TOKENS, choice(list(lv.RANDOM_TOKENS))),
+               Param("all", Losses.ALL, flag), Param("step", Losses.STEP, integer(1, 99))),
+    "representations": (Param("tab", Representations.TAB, text(60)), Param("set", Representations.SET, text(60)),
+                        Param("word", Representations.WORD, text(100)),
+                        Param("layer", Representations.LAYER, LAYER),
+                        Param("nn_text", Representations.NN_TEXT, text()),
+                        Param("nn_token", Representations.NN_TOKEN, TOKEN),
+                        Param("nn_layer", Representations.NN_LAYER, LAYER),
+                        Param("lens_text", Representations.LENS_TEXT, text()),
+                        Param("lens_mask", Representations.LENS_MASK, integer(0, 999))),
+    "timelapse": (Param("history", TimeLapse.SOURCE, text(200)), Param("probe", TimeLapse.PROBE, text()),
+                  Param("view", TimeLapse.VIEW, text(20)), Param("layer", TimeLapse.LAYER, LAYER),
+                  Param("head", TimeLapse.HEAD, HEAD), Param("role", TimeLapse.ROLE, text(40)),
+                  Param("step", TimeLapse.STEP, integer(0, 10**9))),
+    "lesson": (Param("step", Lesson.STEP, integer(1, len(Lesson.GUESSES))), Param("a", Lesson.MASKED, text()),
+               Param("word", Lesson.TRUE_WORD, text(100)), Param("attn", Lesson.ATTENTION, text()),
+               Param("nsp_a", Lesson.NSP_A, text()), Param("nsp_b", Lesson.NSP_B, text()),
+               Param("sense_word", Lesson.SENSE_WORD, text(100)), Param("sense_a", Lesson.SENSE_A, text()),
+               Param("sense_b", Lesson.SENSE_B, text())),
+}
+RESTORED, RESTORED_VALUES, NOTES = Classroom.RESTORED, Classroom.RESTORED_VALUES, Classroom.NOTES
+
+
+# --- Reading a link ---------------------------------------------------------------------------------
+def _shown(value: str) -> str:
+    """A value as a note quotes it: short, one line, and never read as markdown."""
+    value = value if len(value) <= 40 else value[:37] + "…"
+    return "`" + value.replace("`", "'").replace("\n", " ") + "`"
+
+
+def _wanted(param: Param) -> list[str]:
+    values = st.query_params.get_all(param.name)
+    return values if param.many else values[-1:]
+
+
+def restore(page: str) -> None:
+    """Read the link into session state, once per page and session, before any widget is drawn."""
+    done = state.get(RESTORED)
+    if page in done:
+        return
+    state.put(RESTORED, done | {page})
+    params = PAGES.get(page, ())
+    names = list(st.query_params.keys())
+    if not names:
+        return
+    notes, restored = [], {}
+    unknown = [n for n in names if n not in GLOBAL and n not in {p.name for p in params}]
+    if len(names) > MAX_PARAMS:
+        state.put(NOTES, (page, None, [f"the link has {len(names):,} parameters; it was not read"]))
+        return
+    for param in params:
+        values = _wanted(param)
+        if not values:
+            continue
+        try:
+            value = [param.read(v) for v in values[:MAX_PARAMS]] if param.many else param.read(values[0])
+        except ValueError as why:
+            notes.append(f"{param.name}={_shown(values[0] if not param.many else ','.join(values))} {why}")
+            continue
+        state.put(param.key, value)
+        restored[param.name] = value
+    notes += _restore_model()
+    if "b" in restored and "pair" not in restored and any(p.name == "pair" for p in params):
+        state.put(next(p.key for p in params if p.name == "pair"), True)  # ?b=... means a pair
+    if unknown:
+        notes.append(f"this page has no {'setting' if len(unknown) == 1 else 'settings'} called "
+                     + ", ".join(map(_shown, unknown[:MAX_NOTED])) + (" …" if len(unknown) > MAX_NOTED else ""))
+    state.put(RESTORED_VALUES, (page, restored))
+    state.put(NOTES, (page, None, notes))
+
+
+def _restore_model() -> list[str]:
+    """Open the model the link names, as the sidebar would for this session (a visitor: only the lab's
+    folders and cached Hub models). A link never starts a download. Returns the notes."""
+    wanted = st.query_params.get("model")
+    if wanted is None or wanted == model_value():
+        return []
+    try:
+        target = text(300)(wanted).strip()
+    except ValueError as why:
+        return [f"model={_shown(wanted)} {why}"]
+    head, _, rest = target.partition("/")
+    if head in (roots := models.visitor_roots()) and rest:
+        target = str(Path(roots[head]) / rest)  # "checkpoints/x", "runs/x/checkpoint": the lab's folders
+    elif models.is_hub(target) and hub.cached_folder(target) is None:
+        return [f"model={_shown(wanted)} is a Hub model this lab has not downloaded (open it from the sidebar "
+                "once; a link never starts a download)"]
+    if models.try_load(target):
+        return []
+    why = state.get(Model.ERROR) or "it did not load"
+    state.forget(Model.ERROR)  # the note says it: the sidebar shows no stale error
+    return [f"model={_shown(wanted)} could not be opened ({why.rstrip('.')})"]
+
+
+def model_value() -> str | None:
+    """How a link names the active model: nothing for the default, a Hub id, or a folder of the lab
+    ("checkpoints/x", "runs/x/checkpoint"); another folder by its path (only its owner can open it)."""
+    path = state.get(Model.PATH)
+    if path == Model.PATH.default:
+        return None
+    if repo_id := hub.repo_id_of(path):
+        return repo_id
+    folder = Path(path).resolve()
+    for label, root in models.visitor_roots().items():
+        if folder.is_relative_to(Path(root).resolve()):
+            return f"{label}/{folder.relative_to(Path(root).resolve()).as_posix()}"
+    return str(path)
+
+
+# --- Writing the link ------------------------------------------------------------------------------
+def query(page: str, projector: bool = False, model: str | None = None) -> dict[str, str | list[str]]:
+    """The URL parameters for the view on screen now."""
+    found: dict[str, str | list[str]] = {}
+    if projector:
+        found["projector"] = "1"
+    if model:
+        found["model"] = model
+    for param in PAGES.get(page, ()):
+        value = param.url_value()
+        if value is None or (isinstance(value, str) and len(value) > MAX_TEXT):
+            continue  # a sentence too long for a link: the share box says so
+        found[param.name] = value
+    return found
+
+
+def too_long(page: str) -> list[str]:
+    """The parameters left out of the link because their text is longer than MAX_TEXT."""
+    return [p.name for p in PAGES.get(page, ()) if isinstance(v := p.url_value(), str) and len(v) > MAX_TEXT]
+
+
+def publish(page: str, where, projector: bool = False, model: str | None = None) -> dict:
+    """Write the view into the URL (only when it changed) and draw this page's link notes into `where`."""
+    wanted = query(page, projector, model)
+    current = {name: (st.query_params.get_all(name) if isinstance(wanted.get(name), list) else st.query_params[name])
+               for name in st.query_params.keys()}
+    if current != wanted:
+        st.query_params.from_dict(wanted)
+    _notes(page, wanted, where)
+    return wanted
+
+
+def _notes(page: str, wanted: dict, where) -> None:
+    """The note about what the link asked for and could not get; gone once the learner changes the view."""
+    held = state.get(NOTES)
+    if not held or held[0] != page:
+        return
+    _, about, notes = held
+    if about is None:  # the run that read the link: the values the page itself then refused join the note
+        page_of, restored = state.get(RESTORED_VALUES) or (page, {})
+        state.forget(RESTORED_VALUES)
+        for param in PAGES.get(page, ()):
+            if param.name in restored and page_of == page and state.get(param.key) != restored[param.name]:
+                now = state.get(param.key)
+                notes.append(f"{param.name}={_shown(str(restored[param.name]))} is not offered here"
+                             + ("" if now is None else f" (showing {_shown(str(now))})"))
+        about = wanted
+        state.put(NOTES, (page, about, notes))
+    if notes and about == wanted:
+        where.info("This link asked for something this view cannot show, so the defaults are used instead: "
+                   + "; ".join(notes) + ".", icon=":material/link_off:")

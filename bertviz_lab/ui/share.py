@@ -1,0 +1,70 @@
+"""Share this view: the link that restores it (ui/links.py) as text to copy and as a QR code.
+
+Drawn at the foot of the sidebar, or in projector view in the toolbar at the top of the page, after the
+page has run, so the link holds everything the page now shows. In classroom mode the owner's browser
+is on localhost, which students cannot reach: the link then names this machine's address on the room's
+network, as the "Join this class" box does. The projector switch is left out: a student's laptop
+should not open in projector view.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode, urlsplit
+
+import streamlit as st
+
+from bertviz_lab.ui import classroom
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+
+def link(page: str, query: dict) -> str | None:
+    """The address that restores this view; None outside a browser (AppTest) or without a network in
+    classroom mode."""
+    try:
+        base = st.context.url
+    except Exception:  # noqa: BLE001 - no script context
+        base = None
+    if not isinstance(base, str) or not base.startswith("http"):
+        return None
+    parts = urlsplit(base)
+    root = parts.path.rstrip("/")  # the app's own path: st.context.url may end with the page's
+    if page and root.endswith(f"/{page}"):
+        root = root[: -len(page) - 1]
+    origin = f"{parts.scheme}://{parts.netloc}"
+    if classroom.classroom_mode() and parts.hostname in LOCAL_HOSTS:
+        origin = classroom.join_url(parts.port or classroom.DEFAULT_PORT)
+        if origin is None:
+            return None
+    params = {name: value for name, value in query.items() if name != "projector"}
+    address = f"{origin}{root}/{page}"
+    return address + (f"?{urlencode(params, doseq=True)}" if params else "")
+
+
+def qr_code(url: str) -> str | None:
+    """The QR code of `url` as SVG; None if the link holds more than a QR code can."""
+    try:
+        return classroom.qr_svg(url)
+    except Exception:  # noqa: BLE001 - segno's DataOverflowError: a link of several long sentences
+        return None
+
+
+def share_box(where, page: str, query: dict, left_out: list[str]) -> str | None:
+    """The link, its QR code, and what the link leaves out; returns the link (None where there is none)."""
+    url = link(page, query)
+    if url is None:
+        where.caption("The link to this view appears here when the app is open in a browser"
+                      + (" on a network." if classroom.classroom_mode() else "."))
+        return None
+    where.caption("Open this link, or scan the code, to see this same view: sentences, masks, layer, head, "
+                  "token and options.")
+    where.code(url, language=None, wrap_lines=True)  # its copy button copies the whole link
+    svg = qr_code(url)
+    if svg is None:
+        where.caption("This link is too long for a QR code: share it as text.")
+    else:
+        where.image(svg, width="stretch")
+    if left_out:
+        where.caption(f"Left out of the link, being longer than 1,000 characters: {', '.join(left_out)}. "
+                      "The link opens with the page's default there.")
+    return url

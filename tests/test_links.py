@@ -1,0 +1,244 @@
+"""Links that restore a view (ui/links.py) and projector view (ui/projector.py), through app.py's router:
+a view's choices go into the URL, the URL brings them back, and a bad or hostile link gets the defaults
+and one note, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from bertviz_lab.ui import classroom, links, models, share
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+PAGE_FILES = {"predict": "pages/predict.py", "attention": "pages/attention.py", "losses": "pages/losses.py",
+              "representations": "pages/representations.py", "timelapse": "pages/timelapse.py"}
+NOTE = "This link asked for something this view cannot show"
+
+
+def open_link(page: str, query: dict, url: str | None = None) -> AppTest:
+    """A new session that opens `page` with `query` in its address, as a pasted link does."""
+    at = AppTest.from_file(APP, default_timeout=90)
+    if url:
+        at.context["url"] = url
+    at.query_params.update(query)
+    at.run()  # AppTest's first run is Home's: the session's first URL (?projector= is read from it)
+    at.switch_page(PAGE_FILES[page])  # a page reads its own parameters on its first visit
+    at.query_params.clear()
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec)["data"] for chart in at.get("plotly_chart")]
+
+
+def model_path(at: AppTest) -> str:
+    return at.session_state["model.path"] if "model.path" in at.session_state else str(models.DEFAULT_CHECKPOINT)
+
+
+def notes(at: AppTest) -> list[str]:
+    return [i.value for i in at.info if NOTE in i.value]
+
+
+def query_of(at: AppTest) -> dict:
+    return dict(at.query_params)
+
+
+# --- Round trips ------------------------------------------------------------------------------------
+def test_an_attention_view_round_trips_through_its_link():
+    at = open_link("attention", {})
+    # Defaults make no parameters, so a plain link stays short; the query token and its key are chosen by
+    # the page for each sentence ("it", and its strongest key), and the link keeps the page's choice.
+    assert set(query_of(at)) == {"query", "key"}
+    at.text_area(key="attn.text_a").input("the dog went to the bank because it was hungry .").run()
+    at.segmented_control(key="attn.layer").set_value(2).run()
+    at.segmented_control(key="attn.head").set_value(3).run()
+    at.toggle(key="attn.hide").set_value(True).run()
+    at.selectbox(key="attn.query").set_value(7).run()
+    link = query_of(at)
+    assert link["a"] == "the dog went to the bank because it was hungry ."
+    assert (link["layer"], link["head"], link["hide"], link["query"]) == ("2", "3", "1", "7")
+
+    again = open_link("attention", link)
+    for key, value in {"attn.text_a": link["a"], "attn.layer": 2, "attn.head": 3, "attn.hide": True,
+                       "attn.query": 7}.items():
+        assert again.session_state[key] == value, key
+    assert figures(again) == figures(at)  # the same matrices, softmax bars and vectors
+    assert notes(again) == []
+    assert query_of(again) == link  # and the restored view writes the same link
+
+
+def test_a_predict_view_with_clicked_masks_and_a_pair_round_trips():
+    at = open_link("predict", {})
+    at.text_area(key="predict.text_a").input("the cat sat on the mat .").run()
+    at.toggle(key="predict.pair").set_value(True).run()
+    at.text_area(key="predict.text_b").input("it was tired .").run()
+    at.pills(key="predict.words").set_value(["mat", "tired"]).run()
+    at.slider(key="predict.top_k").set_value(8).run()
+    link = query_of(at)
+    assert link["mask"] == ["mat", "tired"] and link["b"] == "it was tired ." and link["k"] == "8"
+
+    again = open_link("predict", link)
+    assert again.session_state["predict.words"] == ["mat", "tired"]
+    assert again.session_state["predict.pair"] is True
+    assert [d.value.to_dict() for d in again.dataframe] == [d.value.to_dict() for d in at.dataframe]
+
+
+def test_a_link_with_only_sentence_b_turns_the_pair_on():
+    at = open_link("predict", {"a": "the cat sat on the [MASK] .", "b": "it was tired ."})
+    assert at.session_state["predict.pair"] is True
+    assert at.text_area(key="predict.text_b").value == "it was tired ."
+
+
+def test_the_losses_stepper_and_its_seed_round_trip():
+    at = open_link("losses", {"seed": "7", "step": "3", "rate": "0.3"})
+    assert (at.session_state["losses.seed"], at.session_state["losses.step"]) == (7, 3)
+    assert at.session_state["losses.rate"] == pytest.approx(0.3)
+    assert query_of(at) == {"seed": "7", "step": "3", "rate": "0.3"}
+
+
+def test_the_share_box_offers_the_link_without_projector_view():
+    at = open_link("attention", {"layer": "1", "projector": "1"}, url="http://localhost:8501/attention")
+    (code,) = [c.value for c in at.code if c.value.startswith("http")]
+    assert code.startswith("http://localhost:8501/attention?layer=1&query=9&key=")
+    assert "projector" not in code  # a student's laptop opens in normal view
+    assert query_of(at)["projector"] == "1"  # while the teacher's own address keeps it
+
+
+def test_in_classroom_mode_the_link_names_the_rooms_address(monkeypatch):
+    monkeypatch.setenv(classroom.CLASSROOM_ENV, "1")
+    monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
+    at = open_link("attention", {"head": "2"}, url="http://localhost:8501/attention")
+    assert share.link("attention", {"head": "2"}) is None  # outside a session there is no address to name
+    assert any(c.value.startswith("http://192.168.1.20:8501/attention?head=2&") for c in at.code)
+
+
+def test_a_sentence_too_long_for_a_link_is_left_out_and_named():
+    long = "the cat sat on the mat . " * 60  # 1,500 characters
+    at = open_link("attention", {}, url="http://localhost:8501/attention")
+    at.text_area(key="attn.text_a").input(long).run()
+    assert "a" not in query_of(at)
+    assert any("Left out of the link" in c.value and ": a." in c.value for c in at.caption)
+
+
+# --- Bad and hostile links --------------------------------------------------------------------------
+HOSTILE = [
+    ({"layer": "abc"}, "layer=`abc` is not a whole number"),
+    ({"layer": "-1"}, "layer=`-1` is not between 0 and 999"),
+    ({"layer": "99999999999999999999"}, "is not a whole number"),
+    ({"layer": "1e3"}, "is not a whole number"),
+    ({"tau": "nan"}, "tau=`nan` is not a number"),
+    ({"tau": "inf"}, "tau=`inf` is not a number"),
+    ({"tau": "9"}, "is not between 0.1 and 5"),
+    ({"range": "9-2"}, "is not a token range"),
+    ({"block": "all'; DROP TABLE"}, "is not one of"),
+    ({"off": ["L0 H0", "<script>"]}, "is not a head like L0 H1"),
+    ({"a": "x" * 5000}, "is longer than 1,000 characters"),
+    ({"a": "the cat\x00 sat"}, "holds control characters"),
+    ({"bogus": "1", "**bold**": "2"}, "this page has no settings called `bogus`, `**bold**`"),
+    ({"layer": "7"}, "layer=`7` is not offered here (showing `0`)"),  # a 4-layer model
+    ({"query": "500"}, "query=`500` is not offered here"),
+    ({"model": "/etc"}, "model=`/etc` could not be opened"),
+    ({"model": "someone/not-downloaded-bert"}, "is a Hub model this lab has not downloaded"),
+]
+
+
+@pytest.mark.parametrize("query, said", HOSTILE, ids=[str(i) for i in range(len(HOSTILE))])
+def test_a_bad_link_falls_back_to_the_defaults_with_one_note(query, said):
+    at = open_link("attention", query)
+    (note,) = notes(at)
+    assert said in note, note
+    assert at.session_state["attn.layer"] == 0 and at.session_state["attn.head"] == 0
+    assert at.subheader[0].value.startswith("Switch heads off") or at.title[0].value == "Attention explorer"
+    assert not at.get("plotly_chart") == []  # the page still draws with the defaults
+    assert model_path(at) == str(models.DEFAULT_CHECKPOINT)
+
+
+def test_hundreds_of_parameters_are_not_read_at_all():
+    at = open_link("attention", {f"p{i}": "1" for i in range(200)} | {"layer": "2"})
+    (note,) = notes(at)
+    assert "the link has 201 parameters; it was not read" in note
+    assert at.session_state["attn.layer"] == 0
+
+
+def test_a_note_quotes_values_as_code_and_never_as_markdown():
+    at = open_link("attention", {"layer": "`](javascript:alert(1))\n# big"})
+    (note,) = notes(at)
+    assert "javascript" in note and "\n" not in note and note.count("`") == 2
+
+
+def test_typed_html_is_shown_as_typed_text():
+    at = open_link("attention", {"a": "<img src=x onerror=alert(1)> the cat ."})
+    assert notes(at) == []
+    assert at.text_area(key="attn.text_a").value == "<img src=x onerror=alert(1)> the cat ."
+
+
+def test_the_note_goes_once_the_view_changes():
+    at = open_link("attention", {"layer": "abc", "head": "1"})
+    assert notes(at) and at.session_state["attn.head"] == 1
+    at.segmented_control(key="attn.layer").set_value(1).run()
+    assert notes(at) == []
+
+
+def test_a_link_never_reads_a_model_outside_the_lab_for_a_visitor(monkeypatch, tmp_path, tiny_checkpoint):
+    monkeypatch.setenv(classroom.CLASSROOM_ENV, "1")
+    monkeypatch.setattr(classroom, "client_ip", lambda: "192.168.1.77")
+    monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
+    at = open_link("attention", {"model": str(tiny_checkpoint)})
+    (note,) = notes(at)
+    assert "could not be opened" in note
+    assert model_path(at) == str(models.DEFAULT_CHECKPOINT)
+
+
+def test_a_link_to_another_lab_model_opens_it_and_names_it_back(tiny_checkpoint, monkeypatch):
+    monkeypatch.setattr(models, "SHIPPED", tiny_checkpoint.parent)
+    at = open_link("attention", {"model": f"checkpoints/{tiny_checkpoint.name}"})
+    assert notes(at) == []
+    assert at.subheader[0].value != "" and at.session_state["model.path"].endswith(tiny_checkpoint.name)
+    assert query_of(at)["model"] == f"checkpoints/{tiny_checkpoint.name}"
+
+
+@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse"])
+def test_every_page_survives_garbage_in_every_one_of_its_parameters(page):
+    garbage = {p.name: ("\x07" * 3 if i % 2 else "9" * 40) for i, p in enumerate(links.PAGES[page])}
+    at = open_link(page, garbage)
+    assert len(notes(at)) == 1
+
+
+def test_the_readme_lists_every_pages_parameters():
+    readme = (Path(APP).parent / "README.md").read_text()
+    titles = {"Lesson": "lesson", "Mask & predict": "predict", "Attention": "attention",
+              "Losses step by step": "losses", "Representations": "representations", "Time-lapse": "timelapse"}
+    rows = {}
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0] in titles | {"every page": None}:
+            rows[cells[0]] = [n.split("`")[0] for n in cells[1].split("`")[1::2]]
+    assert rows.pop("every page") == list(links.GLOBAL)
+    assert {titles[t]: names for t, names in rows.items()} == {
+        page: [p.name for p in params] for page, params in links.PAGES.items()}
+
+
+# --- Projector view ----------------------------------------------------------------------------------
+def test_projector_view_from_the_link_folds_the_sidebar_and_enlarges_text():
+    at = open_link("attention", {"projector": "1"})
+    assert at.session_state["view.projector"] is True
+    assert any("font-size: 22px" in h.proto.body for h in at.get("html"))
+    assert query_of(at)["projector"] == "1"
+    at.toggle(key="view.projector").set_value(False).run()
+    assert not any("font-size" in h.proto.body for h in at.get("html"))
+    assert "projector" not in query_of(at)
+
+
+def test_projector_view_keeps_every_control_working():
+    at = open_link("attention", {"projector": "1"})
+    at.segmented_control(key="attn.layer").set_value(3).run()
+    at.selectbox(key="attn.query").set_value(2).run()
+    assert not at.exception
+    link = query_of(at)
+    assert (link["projector"], link["layer"], link["query"]) == ("1", "3", "2")
