@@ -26,8 +26,9 @@ html { font-size: 22px; }
 .stMain .block-container { max-width: 100%; padding: 4.4rem 1.2rem 3rem 1.2rem; }
 .stApp, .stMain { background: #ffffff; color: #000000; }
 .stMain [data-testid="stMarkdownContainer"] p, .stMain [data-testid="stMarkdownContainer"] li { color: #000; }
-.stMain [data-testid="stCaptionContainer"] { opacity: 1; }
-.stMain [data-testid="stCaptionContainer"], .stMain [data-testid="stCaptionContainer"] * { color: #1b1b1b !important; }
+.stMain [data-testid="stCaptionContainer"], [data-testid="stPopoverBody"] [data-testid="stCaptionContainer"] { opacity: 1; }
+.stMain [data-testid="stCaptionContainer"], .stMain [data-testid="stCaptionContainer"] *,
+[data-testid="stPopoverBody"] [data-testid="stCaptionContainer"] * { color: #1b1b1b !important; }
 .stMain [data-testid="stWidgetLabel"] p { color: #000; font-weight: 600; }
 .stMain [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { zoom: 1.25; max-width: calc(100% / 1.25); }
 .stMain code { color: #000; }
