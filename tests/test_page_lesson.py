@@ -205,3 +205,12 @@ def test_a_link_restores_the_step_and_the_sentences():
     assert params["step"].read("3") == 3 and params["a"].key.name == "lesson.masked"
     with pytest.raises(ValueError):
         params["step"].read("11")
+
+
+def test_the_training_chart_grows_live_but_the_handout_keeps_only_the_finished_chart():
+    at = go(page(), 8)
+    answer(at, 8, options(at, 8)[0])
+    (view,) = at.session_state["handout.views"].values()
+    assert [name for name, _ in view.charts.values()] == ["lesson_training"]  # no frame of the live chart
+    (held_out,) = [t for t in view.charts[next(iter(view.charts))][1].data if t.name == "held-out"]
+    assert len(held_out.x) == 7  # steps 0, 10, ..., 60: the whole run

@@ -172,8 +172,8 @@ def train_live(seed: int) -> tuple[int, list[dict], list[dict]]:
         elif record["kind"] == "eval":
             held_out.append(record)
         if record["kind"] == "eval" or (record["kind"] == "train" and record["step"] % 5 == 0):
-            with slot.container():  # a file name per frame: each chart's export menu needs its own key
-                chart(training_chart(train, held_out), f"lesson_training_{record['kind']}{record['step']}")
+            chart(training_chart(train, held_out), "lesson_training", slot.container(),
+                  key=f"lesson.training.{record['kind']}{record['step']}", frame=True)
     bar.empty()
     slot.empty()
     run = (seed, train, held_out)

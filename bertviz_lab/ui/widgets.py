@@ -51,11 +51,15 @@ def encode_or_stop(ckpt: Checkpoint, text_a: str, text_b: str | None) -> Encodin
     return encoding
 
 
-def chart(fig, filename: str, where=st, key: str | None = None, theme: str | None = None) -> None:
+def chart(fig, filename: str, where=st, key: str | None = None, theme: str | None = None,
+          frame: bool = False) -> None:
     """A figure at its own colours (theme="streamlit": Streamlit's), whose camera button saves `filename`.png,
     with an Export menu under it and a place in the handout (ui/handout.py). `key`: the chart's element key,
-    needed where a page draws two charts of one `filename`."""
+    needed where a page draws two charts of one `filename`. `frame`: one frame of a chart that grows while a
+    job runs, drawn only (the finished chart is the one to export and to hand out)."""
     where.plotly_chart(projector.enlarge(fig), theme=theme, key=key, config=export_config(filename))
+    if frame:
+        return
     export_menu(fig, filename, where, key or filename)  # exports and the handout keep the figure's own size
     handout.record_chart(fig, filename, key or filename)
 
