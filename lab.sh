@@ -49,7 +49,7 @@ case "$cmd" in
             # Listen on every interface; Streamlit's own banner and browser use localhost (the owner).
             args=(--server.address 0.0.0.0 --browser.serverAddress localhost ${args[@]+"${args[@]}"})
         fi
-        exec .venv/bin/python -m streamlit run app.py ${args[@]+"${args[@]}"} ;;
+        exec .venv/bin/python -m bertviz_lab.ui.serve ${args[@]+"${args[@]}"} ;;
     test)
         ensure_venv requirements-test.txt
         exec .venv/bin/python -m pytest "$@" ;;

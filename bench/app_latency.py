@@ -10,27 +10,38 @@ Then each tab of the Representations page with the default model, after an edit 
 (new sentences, a new word); target < 300 ms. The first open of Nearest neighbours, which encodes
 the sentence bank once per model, is timed on its own.
 
-    .venv/bin/python -m bench.app_latency [--sentences 8] [--long-only]
+With --every-page: every page of app.py's router, run as the server runs it (app.py with its sidebar, link
+and share box, AppTest), with the default model: the server time of a redraw after that page's typical edit
+(a new sentence, the next step, another frame...), median of --sentences edits; target < 300 ms. The Pretrain
+live and Fine-tune pages are given a short finished run each (trained first, in a temporary runs folder).
+
+    .venv/bin/python -m bench.app_latency [--sentences 8] [--long-only | --every-page]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
+from bertviz_lab.ui.serve import openmp_settings
 
-from bench.common import pin_threads
-from bertviz_lab import corpus
-from bertviz_lab.bert.checkpoint import save_checkpoint
-from bertviz_lab.bert.config import preset
-from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+with openmp_settings():  # torch's threads as the server sets them (./lab.sh app): they are set as it loads
+    import torch
+
+from bench.common import pin_threads  # noqa: E402
+from bertviz_lab import corpus  # noqa: E402
+from bertviz_lab.bert.checkpoint import save_checkpoint  # noqa: E402
+from bertviz_lab.bert.config import preset  # noqa: E402
+from bertviz_lab.bert.model import BertForPreTraining  # noqa: E402
+from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"Mask & predict": ("pages/predict.py", "predict.text_a"), "Attention": ("pages/attention.py", "attn.text_a")}
@@ -107,14 +118,20 @@ def tab_rerender_ms(tab: str, kind: str, key: str, values: list[str]) -> tuple[f
     at.run()
     first = (time.perf_counter() - start) * 1000
     assert not at.exception, at.exception
+    return first, statistics.median(redraws_ms(at, kind, key, values))
+
+
+def redraws_ms(at, kind: str | None, key: str, values) -> list[float]:
+    """Server ms of each rerun after setting widget `key` (of type `kind`; None: rerun as is) to each value."""
     times = []
     for value in values:
-        getattr(at, kind)(key=key).set_value(value)
+        if kind is not None:
+            getattr(at, kind)(key=key).set_value(value)
         start = time.perf_counter()
         at.run()
         times.append((time.perf_counter() - start) * 1000)
         assert not at.exception, at.exception
-    return first, statistics.median(times)
+    return times
 
 
 def long_input_ms(model_path: str, n: int) -> tuple[float, float, float]:
@@ -139,13 +156,112 @@ def long_input_ms(model_path: str, n: int) -> tuple[float, float, float]:
     return tuple(statistics.median(timed[k]) for k in ("sentence", "range", "layer"))
 
 
+APP = ROOT / "app.py"
+
+
+def router_pages() -> dict[str, str]:
+    """Title -> page file of every page in app.py's router, in its order."""
+    return {title: path for path, title in re.findall(r'st\.Page\("([^"]+)", title="([^"]+)"', APP.read_text())}
+
+
+def finished_runs(root: Path) -> None:
+    """A short pretraining run and a short fine-tuning run of the shipped model, finished, under `root`."""
+    common = ["--eval-every", "20", "--threads", "1"]
+    for args in (["train", "--run-dir", str(root / "pretrain"), "--steps", "40", "--checkpoint-every", "20"],
+                 ["finetune", "--run-dir", str(root / "finetune"), "--task", "coherence", "--steps", "40",
+                  "--from", str(ROOT / "checkpoints" / "bertviz-mini")]):
+        subprocess.run([sys.executable, "-m", "bertviz_lab", *args, *common], cwd=ROOT, check=True,
+                       capture_output=True)
+
+
+def reveal_lesson(at) -> None:
+    """Answer and reveal every step of the Lesson but the two that train (8 and 9, with progress bars of their
+    own), so that its redraws draw the revealed views."""
+    for step in (1, 2, 3, 4, 5, 6, 7, 10):
+        at.selectbox(key="lesson.step").set_value(step).run()
+        for kind in ("number_input", "pills", "radio", "selectbox"):
+            try:
+                guess = getattr(at, kind)(key=f"lesson.guess.{step}")
+            except KeyError:
+                continue
+            guess.set_value(1 if kind == "number_input" else guess.options[0].replace("\\", "")).run()  # unescaped
+            break
+        at.button(key=f"lesson.reveal.{step}").click().run()
+        assert not at.exception, at.exception
+
+
+def page_edits(n: int) -> list[tuple[str, str, dict, str | None, str | None, object]]:
+    """(page title, what changes, session state set first or a function that prepares the page, widget kind,
+    key, n values or a function of the AppTest giving them) for every page; kind None: a redraw, no change."""
+    tabs = tab_edits(n)
+    texts = [v.replace("[MASK]", "", 0) for v in tabs["Logit lens"][2]]  # distinct sentences, one [MASK] each
+    masked = tabs["Logit lens"][2]
+
+    def steps(at) -> list[int]:  # the history's own steps, from the first: the page opens on the last
+        options = [int(o.replace(",", "")) for o in at.select_slider(key="lapse.step").options]
+        return [options[i % len(options)] for i in range(n)]
+
+    edits = [("Home", "redraw, nothing changed", {}, None, None, [None] * n),
+             ("Lesson", "another step", {}, "selectbox", "lesson.step", [1 + (i + 1) % 10 for i in range(n)]),
+             ("Lesson", "another step, answers revealed", reveal_lesson, "selectbox", "lesson.step",
+              [(1, 2, 3, 4, 5, 6, 7, 10)[(i + 1) % 8] for i in range(n)]),
+             ("Mask & predict", "new sentence", {}, "text_area", "predict.text_a", masked),
+             ("Attention", "new sentence", {}, "text_area", "attn.text_a", texts)]
+    edits += [("Representations", f"{tab}: {key}", {"repr.tab": tab}, kind, key, values)
+              for tab, (kind, key, values) in tabs.items()]
+    edits += [("Pretrain live", "new probe sentence", {}, "text_input", "pretrain.probe", masked),
+              ("Time-lapse", "another step", {}, "select_slider", "lapse.step", steps),
+              ("Fine-tune", "Try it: new sentence", {"finetune.tab": "Try it"}, "text_input", "finetune.text", texts),
+              ("Losses step by step", "new seed", {}, "number_input", "losses.seed", list(range(1, n + 1))),
+              ("Worked examples", "new scores", {}, "text_input", "worked.attn.scores",
+               [" ".join(f"{random.Random(i).uniform(-3, 3):.2f}" for _ in range(6)) for i in range(n)])]
+    return edits
+
+
+def page_redraw_ms(path: str, preset, kind: str | None, key: str | None, values) -> tuple[float, float]:
+    """(the page's first run, median redraw after each edit), in ms, through app.py as the server runs it."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=600)
+    for name, value in ({} if callable(preset) else preset).items():
+        at.session_state[name] = value
+    at.run()
+    at.switch_page(path)
+    start = time.perf_counter()
+    at.run()
+    first = (time.perf_counter() - start) * 1000
+    assert not at.exception, at.exception
+    if callable(preset):
+        preset(at)
+    return first, statistics.median(redraws_ms(at, kind, key, values(at) if callable(values) else values))
+
+
+def every_page(n: int) -> None:
+    print(f"every page through app.py, default model, redraw after an edit, median of {n}; target < 300 ms")
+    missing = set(router_pages()) - {title for title, *_ in page_edits(1)}
+    assert not missing, f"no edit for {missing}"
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["BERTVIZ_RUNS"] = tmp
+        finished_runs(Path(tmp))
+        pages = router_pages()
+        for title, what, preset, kind, key, values in page_edits(n):
+            first, ms = page_redraw_ms(pages[title], preset, kind, key, values)
+            verdict = "meets" if ms < 300 else "MISSES"
+            print(f"  {title:<20} {what:<48} {ms:7.1f} ms  ({verdict})   first open {first / 1000:.2f} s",
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--long-only", action="store_true", help="only the 512-token case")
+    parser.add_argument("--every-page", action="store_true", help="every page of the router, default model")
     args = parser.parse_args()
     pin_threads(args.threads)
+    if args.every_page:
+        every_page(args.sentences)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         base = str(base_checkpoint(Path(tmp) / "base"))
         print(f"Attention page, bert-base size, 512 tokens, median of {args.sentences}, {args.threads} threads")

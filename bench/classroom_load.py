@@ -1,8 +1,8 @@
 """A classroom typing at once: N sessions on one real app server, half on Mask & predict and half on
 Attention, each submitting several distinct sentences of its own.
 
-Starts `streamlit run app.py` (the repo's .streamlit config; headless, 127.0.0.1, file watcher off, as on a
-server nobody edits), opens every session at the same time, then releases them together. A session submits
+Starts the app as `./lab.sh app` does (bertviz_lab.ui.serve: the repo's .streamlit config; headless,
+127.0.0.1, file watcher off), opens every session at the same time, then releases them together. A session submits
 a sentence, waits until the run is over and checks that the page shows the answer computed here for that
 sentence (the filled sentence on Mask & predict, the top guess and its probability on Attention), and
 submits the next one after reading it and typing (--think, 3 s on average; 0: at once). The first
@@ -157,9 +157,11 @@ def plan(ckpt, sessions: int, per_session: int, seed: int = 0) -> list[list[Job]
 
 
 def timed_streamlit() -> None:
-    """`streamlit` itself, logging each script run's seconds and the sentence it drew (by digest) to stderr."""
+    """The app as `./lab.sh app` serves it (bertviz_lab.ui.serve), logging each script run's seconds and the
+    sentence it drew (by digest) to stderr."""
     from streamlit.runtime.scriptrunner import script_runner
-    from streamlit.web import cli
+
+    from bertviz_lab.ui import serve
 
     inner = script_runner.exec_func_with_error_handling
 
@@ -178,7 +180,7 @@ def timed_streamlit() -> None:
                     break
 
     script_runner.exec_func_with_error_handling = timed
-    sys.exit(cli.main(prog_name="streamlit"))
+    serve.main(sys.argv[1:])
 
 
 @contextlib.contextmanager
@@ -188,7 +190,7 @@ def server(port: int, log: Path, cpus: set[int] | None = None, threads: int = 0)
     `cpus`: the cores it may use (default: all); `threads`: torch's threads per forward (0: torch's default).
     """
     cmd = [sys.executable, "-c", "from bench.classroom_load import timed_streamlit; timed_streamlit()",
-           "run", "app.py", "--server.headless", "true", "--server.address", "127.0.0.1",
+           "--server.headless", "true", "--server.address", "127.0.0.1",
            "--server.port", str(port), "--server.fileWatcherType", "none"]
     url = f"http://127.0.0.1:{port}"
     with open(log, "wb") as out:

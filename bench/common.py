@@ -1,4 +1,4 @@
-"""Shared benchmark plumbing: thread pinning, median timing, and a transformers twin of our model."""
+"""Shared benchmark plumbing: thread pinning, interleaved timing, per-round ratios, a transformers twin."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ def hf_twin(model, attn_implementation: str = "eager"):
     return hf
 
 
-def median_ms(fns: dict, rounds: int, warmup: int = 3) -> dict[str, float]:
-    """Median wall time in ms of each callable; rounds interleave them so machine noise hits both."""
+def interleaved_ms(fns: dict, rounds: int, warmup: int = 3) -> dict[str, list[float]]:
+    """Wall time in ms of each callable, one list entry per round; each round runs every callable
+    back to back, so a drift in machine load hits all of them alike."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -40,7 +41,12 @@ def median_ms(fns: dict, rounds: int, warmup: int = 3) -> dict[str, float]:
             start = time.perf_counter()
             fn()
             times[name].append((time.perf_counter() - start) * 1000)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
+
+
+def median_ratio(numerator: list[float], denominator: list[float]) -> float:
+    """The median of the per-round ratios: noise that slows one whole round cancels out."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator, strict=True))
 
 
 def free_port() -> int:

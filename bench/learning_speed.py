@@ -1,12 +1,17 @@
-"""Learning speed of the classroom preset: seconds from a fresh init until the held-out
-MLM loss falls below half of its starting value, on CPU.
+"""Learning speed of the classroom preset, as two numbers: the steps until the held-out MLM loss
+falls below half of its starting value (an algorithmic figure no machine changes), and the
+step rate as a ratio to `transformers` (a machine figure); plus the seconds this machine took.
 
-The classroom preset is `TrainConfig()`'s defaults (what the Pretrain page starts
-with). The clock includes everything a class waits for: building the corpus and
-model, training steps and the periodic held-out evaluations. Several seeds; prints
-each and the median.
+The classroom preset is `TrainConfig()`'s defaults (what the Pretrain page starts with). The
+clock includes everything a class waits for: building the corpus and model, the training
+steps (each writing and tokenizing its own batch) and the held-out evaluations. Several
+seeds; prints each, then `steps to half loss: N` and `median N s` (medians over the seeds).
 
-    .venv/bin/python -m bench.learning_speed [--seeds 3] [--threads 2]
+The step rate: our `Trainer.train_step` against transformers' BertForPreTraining with the same
+weights, config (dropout included), optimizer and gradient clipping, both fed the same
+pre-made batches, timed in interleaved rounds; the figure is the median of per-round ratios.
+
+    .venv/bin/python -m bench.learning_speed [--seeds 3] [--threads 2] [--rounds 10]
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import argparse
 import statistics
 import time
 
-from bench.common import pin_threads
+import torch
+
+from bench.common import hf_twin, pin_threads
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.loop import Trainer
+from bertviz_lab.pretrain.loop import Trainer, param_groups
 
 
-def seconds_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int, float, float]:
-    """(seconds, step, start loss, loss reached) for one fresh run."""
+def run_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int, float, float]:
+    """(seconds, step, start loss, loss reached) for one fresh run of the preset."""
     start = time.perf_counter()
     trainer = Trainer(TrainConfig(seed=seed, threads=threads, device="cpu"))
     first = last = None
@@ -32,27 +39,71 @@ def seconds_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int
         last = record["mlm_loss"]
         elapsed = time.perf_counter() - start
         if last < first / 2 or elapsed > limit_s:
-            return elapsed, record["step"], first, last
+            return (elapsed if last < first / 2 else float("inf")), record["step"], first, last
     return float("inf"), trainer.step, first, last
+
+
+def step_rate_ratio(threads: int, rounds: int, per_round: int = 4) -> tuple[float, float, float]:
+    """(our ms per step, transformers' ms per step, median per-round ratio theirs / ours) on the preset."""
+    cfg = TrainConfig(seed=0, threads=threads, device="cpu", steps=10**6)
+    trainer = Trainer(cfg)
+    batches = [trainer.batch(i) for i in range(per_round)]
+    feed = iter(range(10**9))
+    trainer.batch = lambda step, micro=0, stream=0: batches[next(feed) % per_round]
+    hf = hf_twin(trainer.model, "sdpa").train()
+    optimizer = torch.optim.AdamW(param_groups(hf, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6)
+
+    def hf_step(batch) -> None:
+        attention = batch.attention_mask if batch.attention_mask is not None else torch.ones_like(batch.input_ids)
+        out = hf(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids, attention_mask=attention,
+                 labels=batch.labels, next_sentence_label=batch.nsp_labels)
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(hf.parameters(), cfg.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for i in range(2):  # warm up allocators and kernels
+        trainer.train_step()
+        hf_step(batches[i])
+    ours, theirs = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(per_round):
+            trainer.train_step()
+        ours.append((time.perf_counter() - start) / per_round)
+        start = time.perf_counter()
+        for batch in batches:
+            hf_step(batch)
+        theirs.append((time.perf_counter() - start) / per_round)
+    ratio = statistics.median(t / o for o, t in zip(ours, theirs))
+    return statistics.median(ours) * 1000, statistics.median(theirs) * 1000, ratio
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--limit", type=float, default=300.0, help="give up after this many seconds")
+    parser.add_argument("--rounds", type=int, default=10, help="rounds of the step-rate comparison")
+    parser.add_argument("--limit", type=float, default=300.0, help="give up on a seed after this many seconds")
     args = parser.parse_args()
     pin_threads(args.threads)
     cfg = TrainConfig()
-    print(f"classroom preset: {cfg.preset} (layers/heads/hidden from the preset), batch {cfg.batch_size} x "
-          f"{cfg.seq_len}, lr {cfg.lr}, {args.threads} threads")
-    results = []
+    shape = cfg.model_config(100)
+    print(f"classroom preset: {cfg.preset} {shape.num_hidden_layers}x{shape.hidden_size}, batch {cfg.batch_size} x "
+          f"{cfg.seq_len} tokens, lr {cfg.lr:g} (warmup {cfg.warmup} of {cfg.steps} steps), dropout {cfg.dropout:g}, "
+          f"held-out loss every {cfg.eval_every} steps, {args.threads} threads")
+    seconds, steps = [], []
     for seed in range(args.seeds):
-        seconds, step, first, reached = seconds_to_half(seed, args.threads, args.limit)
-        results.append(seconds)
-        print(f"  seed {seed}: {seconds:6.1f} s  (step {step}: held-out MLM loss {first:.3f} -> {reached:.3f})")
-    median = statistics.median(results)
-    print(f"median {median:.1f} s to halve the held-out MLM loss (target < 60 s)")
+        elapsed, step, first, reached = run_to_half(seed, args.threads, args.limit)
+        seconds.append(elapsed)
+        steps.append(step if elapsed != float("inf") else float("inf"))
+        print(f"  seed {seed}: step {step:4d}, {elapsed:6.1f} s  (held-out MLM loss {first:.3f} -> {reached:.3f})")
+    ours_ms, theirs_ms, ratio = step_rate_ratio(args.threads, args.rounds)
+    print(f"step rate: ours {ours_ms:.0f} ms, transformers (sdpa) {theirs_ms:.0f} ms per step; "
+          f"ratio transformers / ours = {ratio:.2f} (median of {args.rounds} per-round ratios; above 1 = we are faster)")
+    print(f"steps to half loss: {statistics.median(steps):.0f} (seeds: {', '.join(f'{s:.0f}' for s in steps)}; "
+          "target < 300)")
+    print(f"median {statistics.median(seconds):.1f} s to halve the held-out MLM loss (target < 60 s)")
 
 
 if __name__ == "__main__":

@@ -64,8 +64,9 @@ lr = right.select_slider("Learning rate", LEARNING_RATES, value=K.LR.default, fo
                          key=K.LR.name)
 signature = (str(ckpt.path), walk.seed, tuple(walk.corrupted_ids), walk.rates, optimizer, lr)
 if st.button("Take one optimizer step on this example", key=K.TRAIN.name, type="primary"):
-    state.put(K.RESULT, (signature, lesson.optimizer_step(ckpt.model, ckpt.tokenizer, walk, lr=lr,
-                                                          optimizer=optimizer)))
+    with st.spinner("Taking the step on a copy of the model…"):  # the first AdamW step takes 1.5 s
+        state.put(K.RESULT, (signature, lesson.optimizer_step(ckpt.model, ckpt.tokenizer, walk, lr=lr,
+                                                              optimizer=optimizer)))
 stored = state.get(K.RESULT)
 if stored and stored[0] == signature:
     before_after(stored[1])

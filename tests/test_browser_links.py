@@ -97,7 +97,9 @@ def test_the_share_box_shows_the_link_and_its_qr_code(server):
         page.get_by_text("Share this view").click()
         code = page.locator('[data-testid="stSidebar"] [data-testid="stCode"]').first.inner_text()
         assert code.startswith(server + "/attention?layer=3")
-        assert page.locator('[data-testid="stSidebar"] [data-testid="stImage"]').count() == 1
+        qr = page.locator('[data-testid="stSidebar"] [data-testid="stImage"]')
+        qr.first.wait_for(timeout=30_000)  # the expander draws its content after the click
+        assert qr.count() == 1
 
 
 TYPED = '<img src=x onerror="window.__hacked=1">'

@@ -220,7 +220,8 @@ def test_max_runs(monkeypatch, value, expected):
 # --- lab.sh --------------------------------------------------------------------------------------------
 STUB = """#!/usr/bin/env bash
 if [ "$1 $2" = "-m bertviz_lab.ui.classroom" ]; then shift 2; echo "banner $*"; exit 0; fi
-if [ "$1 $2" = "-m streamlit" ]; then shift 2; echo "streamlit $* | ${BERTVIZ_CLASSROOM:-} ${BERTVIZ_MAX_RUNS:-}"; fi
+if [ "$1 $2" = "-m bertviz_lab.ui.serve" ]; then shift 2; echo "serve $* | ${BERTVIZ_CLASSROOM:-} ${BERTVIZ_MAX_RUNS:-}"
+fi
 """
 
 
@@ -240,13 +241,13 @@ def lab(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 def test_lab_sh_classroom_listens_on_the_network(tmp_path):
     out = lab(tmp_path, "--classroom", "--max-runs", "3", "--server.port", "8600").stdout.splitlines()
     assert out == ["banner --server.port 8600",
-                   "streamlit run app.py --server.address 0.0.0.0 --browser.serverAddress localhost "
+                   "serve --server.address 0.0.0.0 --browser.serverAddress localhost "
                    "--server.port 8600 | 1 3"]
 
 
 def test_lab_sh_without_classroom_passes_everything_to_streamlit(tmp_path):
-    assert lab(tmp_path, "--server.port", "8600").stdout == "streamlit run app.py --server.port 8600 |  \n"
-    assert lab(tmp_path).stdout == "streamlit run app.py |  \n"
+    assert lab(tmp_path, "--server.port", "8600").stdout == "serve --server.port 8600 |  \n"
+    assert lab(tmp_path).stdout == "serve  |  \n"
 
 
 @pytest.mark.parametrize("bad", ["0", "x", "", "-1", "100"])

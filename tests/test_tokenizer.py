@@ -180,6 +180,24 @@ def test_no_truncation_when_it_fits(tok):
     assert tok.encode("the cat", "the dog", max_length=7).truncated == 0
 
 
+@pytest.mark.parametrize("max_length", [5, 7, 10, 16, 512])
+def test_batched_ids_are_exactly_what_encode_gives(tok, max_length):
+    rng = random.Random(max_length)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 14))) + rng.choice(["", " .", " [MASK] ?"])
+             for _ in range(40)]
+    pairs = [(a, None if i % 4 == 0 else b) for i, (a, b) in enumerate(zip(texts, reversed(texts)))]
+    expected = [tok.encode(a, b, max_length=max_length) for a, b in pairs]
+    assert tok.encode_ids(pairs, max_length) == [(e.ids, e.segment_ids) for e in expected]
+    assert any(e.truncated for e in expected) == (max_length < 30)  # both sides of the cut were exercised
+
+
+def test_batched_ids_raise_the_sentence_encode_would(tok):
+    with pytest.raises(InputError, match="no characters"):
+        tok.encode_ids([("the cat", None), ("\u200b\u200b", None)])
+    with pytest.raises(InputError, match="at least 5"):
+        tok.encode_ids([("the cat", "the dog")], max_length=4)
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\n\t "])
 def test_empty_text_is_an_input_error(tok, text):
     with pytest.raises(InputError, match="empty"):

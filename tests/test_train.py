@@ -161,3 +161,33 @@ def test_random_tokens_reach_the_batches_and_change_only_the_replacements():
     differ = a.input_ids != b.input_ids
     assert differ.any() and (a.labels[differ] != IGNORE_INDEX).all()  # ...only random replacements differ
     assert records(vocab) != records(pieces)
+
+
+def test_inference_after_a_training_step_sees_the_new_weights(monkeypatch):
+    """The fused AdamW step moves no version counter; the loop drops the model's packed copies instead."""
+    from bertviz_lab.bert import ops
+
+    monkeypatch.setattr(ops, "ONEDNN_MIN_WEIGHT", 0)  # every weight of the tiny model packed for inference
+    trainer = Trainer(small(steps=2, lr=1e-2, warmup=0))
+    model, batch = trainer.model, trainer.batch(0)
+
+    def inference():
+        with torch.no_grad():
+            return model.eval()(batch.input_ids, batch.token_type_ids, batch.attention_mask).mlm_logits
+
+    before = inference()  # packs every weight (where this PyTorch has oneDNN)
+    trainer.train_step()
+    after = inference()
+    monkeypatch.setattr(ops, "_ONEDNN", False)
+    torch.testing.assert_close(after, inference(), atol=1e-5, rtol=1e-5)  # the plain path reads the weights
+    assert not torch.allclose(after, before, atol=1e-3)
+
+
+def test_held_out_batches_are_made_once_and_training_batches_follow_the_step():
+    from bertviz_lab.pretrain.loop import EVAL_STREAM
+    trainer = Trainer(TrainConfig(hidden=32, heads=2, batch_size=4, seq_len=16, steps=3, device="cpu"))
+    held_out = trainer.batch(0, stream=EVAL_STREAM)
+    assert trainer.batch(0, stream=EVAL_STREAM) is held_out  # every evaluation reads the same batch
+    assert not torch.equal(trainer.batch(1, stream=EVAL_STREAM).input_ids[:, :4], held_out.input_ids[:, :4])
+    assert torch.equal(trainer.batch(2).input_ids, trainer.batch(2).input_ids)  # a pure function of the step
+    assert trainer.evaluate() == trainer.evaluate()

@@ -84,6 +84,18 @@ def test_a_run_recorded_on_a_bigger_machine_resumes_on_a_smaller_one(monkeypatch
         TrainConfig(**recorded)  # a new run is still refused
 
 
+def test_dropout_reaches_the_model_and_an_old_run_resumes_with_the_dropout_it_trained_with():
+    assert TrainConfig().dropout == 0.0  # the classroom preset: the generated text never repeats
+    shape = TrainConfig(dropout=0.25).model_config(100)
+    assert shape.hidden_dropout_prob == shape.attention_probs_dropout_prob == 0.25
+    old = {k: v for k, v in TrainConfig().to_dict().items() if k != "dropout"}  # a run.json from before
+    assert TrainConfig.from_dict(old).dropout == config.LEGACY_DROPOUT == 0.1
+    assert TrainConfig.from_dict({**old, "dropout": 0.0}).dropout == 0.0
+    for bad in (-0.1, 1.0, 2):
+        with pytest.raises(ConfigError, match=r"^dropout must be a finite number in \[0, 1\)"):
+            TrainConfig(dropout=bad)
+
+
 @pytest.mark.parametrize("name", list(FLOAT_RULES))
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 10**400, "0.1", None, True])
 def test_floats_refuse_nan_infinity_and_non_numbers(name, value):
@@ -133,7 +145,7 @@ def test_the_parameter_count_is_the_models(settings_):
 def test_the_estimate_grows_with_the_batch_the_length_and_the_model():
     base = TrainConfig()
     estimate = lambda **c: resources.estimate_memory(TrainConfig(**c), 2000)  # noqa: E731
-    assert estimate(batch_size=64) > estimate() and estimate(seq_len=128) > estimate()
+    assert estimate(batch_size=256) > estimate() and estimate(seq_len=128) > estimate()
     assert estimate(preset="mini") > estimate() and estimate(grad_accum=8) == estimate()  # per micro-batch
     assert resources.run_vocab_size(base) > 1000 and resources.run_vocab_size(TrainConfig(corpus="x.txt")) == 4000
 

@@ -18,7 +18,7 @@ from torch import nn
 
 from bertviz_lab.bert.attention import AttentionOptions, AttentionSteps, attention, visibility
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.bert.ops import Dropout, Linear, PackedWeightCache, linear
+from bertviz_lab.bert.ops import Dropout, Linear, PackedWeightCache, fused_linear, linear
 
 
 def _gelu_tanh_pow(x: torch.Tensor) -> torch.Tensor:
@@ -89,16 +89,20 @@ class Embeddings(nn.Module):
 
 
 class QKV(nn.Module):
-    """The three projections of self-attention (HF: `attention.self`)."""
+    """The three projections of self-attention (HF: `attention.self`), kept as three weights (the
+    checkpoint's keys) and computed as one matmul of the stacked weights (one pass over x)."""
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.query = Linear(cfg.hidden_size, cfg.hidden_size)
         self.key = Linear(cfg.hidden_size, cfg.hidden_size)
         self.value = Linear(cfg.hidden_size, cfg.hidden_size)
+        self._packed = PackedWeightCache()
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.query(x), self.key(x), self.value(x)  # 3 x (B, T, d)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        parts = (self.query, self.key, self.value)
+        weights, biases = tuple(p.weight for p in parts), tuple(p.bias for p in parts)
+        return fused_linear(x, weights, biases, self._packed)  # (B, T, 3d): q, k, v side by side
 
 
 class AddNorm(nn.Module):
@@ -123,14 +127,10 @@ class SelfAttention(nn.Module):
         self.self = QKV(cfg)
         self.output = AddNorm(cfg, cfg.hidden_size)
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, _ = x.shape
-        return x.view(B, T, self.heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
-
     def forward(self, x: torch.Tensor, options: AttentionOptions) -> tuple[torch.Tensor, AttentionSteps | None]:
-        q, k, v = (self.split_heads(t) for t in self.self(x))  # 3 x (B, H, T, D)
+        B, T, _ = x.shape
+        q, k, v = self.self(x).view(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, D)
         context, steps = attention(q, k, v, options)  # (B, H, T, D)
-        B, _, T, _ = context.shape
         merged = context.transpose(1, 2).reshape(B, T, -1)  # (B, T, d)
         return self.output(merged, x), steps
 

@@ -1,17 +1,24 @@
 """Faster building blocks with the exact semantics of their torch counterparts.
 
-`Linear` / `linear`: for fp32 inference on CPU with a big weight (2**21 entries or more: BERT-base's
-FFN), oneDNN's inner product with the weight packed in its own blocked layout beats the plain GEMM
-behind `F.linear` at the small batch sizes of an interactive page; each call pays ~0.1 ms to convert
-its input and output, so smaller weights (all of the shipped mini model's) take `F.linear`
-(python -m bench.inference). Packing costs a copy, so the packed weight is cached and rebuilt only
-when the weight changes (its version counter moves) or moves device. Training, autograd, other
-dtypes and other devices take the ordinary path, so nothing else changes.
+`Linear` / `linear` / `fused_linear`: on CPU in fp32, oneDNN's matmul beats the MKL GEMM behind
+`F.linear` on this project's machines (AMD EPYC, 2 cores): 5-45% less time at the 32-128 rows of a
+page, about 10% at the 4096 rows of a training batch (python -m bench.inference, bench.train_throughput).
+Both paths call it through `torch.ops.mkldnn._linear_pointwise`, which takes and returns ordinary tensors:
+- inference (no autograd graph): the weight is packed once into oneDNN's blocked layout and cached,
+  rebuilt only when the weight changes (its version counter moves); a weight under 2**17 entries
+  (256 x 256) stays with `F.linear`, faster there at 16-32 rows. The packed copy costs memory: one more
+  copy of each big weight while a model serves pages.
+- training: `_OneDnnLinear`, an autograd function whose forward and input gradient are oneDNN
+  matmuls and whose weight gradient is torch's (MKL was as fast or faster there).
+Other dtypes, autocast, other devices and builds without oneDNN take `F.linear`, so nothing else changes.
+`fused_linear` runs several linears on one input as one matmul (self-attention's query, key and value).
+`adamw`: the fused optimizer, which must tell the packed copies when it writes the weights.
 
 `Dropout` / `dropout`: on CPU, drawing one Bernoulli sample per element is a
 tenth of a training step. Here one 64-bit random draw feeds four elements
-(16 random bits each, so p is exact to 1/65536); the mask and scaling are those
-of `F.dropout`. Other devices use `F.dropout`.
+(16 random bits each, so p is exact to 1/65536), and the mask is made by integer
+arithmetic, not comparison; the mask and scaling are those of `F.dropout`.
+Other devices use `F.dropout`.
 """
 
 from __future__ import annotations
@@ -19,58 +26,130 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
 
-_ONEDNN = torch.backends.mkldnn.is_available()
+_ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 ROW_BUCKET = 16
-# Measured 2026-11-23 on 2 cores, 16-32 rows: oneDNN is 1.5-3.5x slower than F.linear for 256 x 256 to
-# 256 x 1024 weights, 1.4x for 768 x 768, and 0.8-0.97x for 768 x 3072 and 3072 x 768.
-ONEDNN_MIN_WEIGHT = 2**21
+# Measured 2026-11-25 on 2 cores, 32-128 rows, packed oneDNN vs F.linear: 1.1x slower for 256 x 256,
+# 0.55-0.95x for 256 x 768 up to 768 x 3072 and the MLM decoders (256 x 8192, 768 x 30522).
+ONEDNN_MIN_WEIGHT = 2**17
+# Training (4096 rows): oneDNN's forward and input gradient 10-25% faster than MKL from 256 x 256 up.
+ONEDNN_MIN_TRAIN_WEIGHT = 2**16
+PACK_ROWS = 128  # the row count oneDNN packs for; 16-128 rows all run well with it, 1 does not
+
+
+def _matmul(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x @ weight.T + bias by oneDNN; weight dense (d_out, d_in), any strides, or packed."""
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
 class PackedWeightCache:
-    """The oneDNN-packed copy of one (weight, bias) pair, rebuilt when either changes."""
+    """The oneDNN-packed copy of one weight, or of several stacked along d_out, with their bias;
+    rebuilt when any of them changes. A change is seen by the tensors' version counters, which
+    every in-place op moves except a fused optimizer's step: whoever steps one calls `forget_packed`."""
 
     def __init__(self):
         self.entry = (None, None)  # (key, packed): one attribute, so concurrent readers see a matching pair
 
-    def get(self, weight: torch.Tensor, bias: torch.Tensor | None):
-        key = tuple((t.data_ptr(), t._version) for t in (weight, bias) if t is not None)
+    def get(self, weights: tuple[torch.Tensor, ...], biases: tuple[torch.Tensor, ...] | None):
+        """(packed weight, bias or None) for torch.cat(weights) and torch.cat(biases)."""
+        key = tuple((t.data_ptr(), t._version) for t in (*weights, *(biases or ())))
         cached_key, packed = self.entry
         if key != cached_key:
-            packed = (weight.detach().to_mkldnn(), None if bias is None else bias.detach().to_mkldnn())
+            weight = torch.cat(weights) if len(weights) > 1 else weights[0]
+            bias = None if biases is None else torch.cat(biases).detach() if len(biases) > 1 else biases[0].detach()
+            packed = (torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous(), PACK_ROWS), bias)
             self.entry = (key, packed)
         return packed
 
 
-def use_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """True for fp32 CPU inference: no autograd graph to build, so the packed copy is safe to use."""
+def forget_packed(module: nn.Module) -> None:
+    """Drop the packed copies cached in `module` and its children (after a write that moves no version
+    counter, like `torch.optim.AdamW(fused=True).step()`); the next inference forward packs again."""
+    for child in module.modules():
+        for cache in vars(child).values():
+            if isinstance(cache, PackedWeightCache):
+                cache.entry = (None, None)
+
+
+def adamw(model: nn.Module, param_groups: list[dict], **settings) -> torch.optim.AdamW:
+    """torch.optim.AdamW over `param_groups` of `model`, fused on CPU and CUDA: one kernel for every parameter
+    (bench.train_throughput's 4 x 256 model on 2 cores: 3-4 ms a step, the default for-loop 9-10 ms). A fused
+    step writes the weights without moving their version counters, so after each one the packed copies the
+    model caches are dropped."""
+    fused = next(model.parameters()).device.type in ("cpu", "cuda")
+    optimizer = torch.optim.AdamW(param_groups, fused=fused, **settings)
+    if fused:
+        optimizer.register_step_post_hook(lambda *_: forget_packed(model))
+    return optimizer
+
+
+def _fp32_cpu(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return (_ONEDNN and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
-            and not (torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad)))
+            and not torch.is_autocast_enabled("cpu"))
+
+
+def _builds_graph(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cache: PackedWeightCache):
     """F.linear(x, weight, bias): the one place that picks oneDNN or plain PyTorch."""
-    if weight.numel() >= ONEDNN_MIN_WEIGHT and use_onednn(x, weight):
-        return _onednn_linear(x, weight, bias, cache)
-    return F.linear(x, weight, bias)  # the plain path: training, autograd, GPU, other dtypes
+    if _fp32_cpu(x, weight):
+        if not _builds_graph(x, weight):
+            if weight.numel() >= ONEDNN_MIN_WEIGHT:
+                return _packed_linear(x, *cache.get((weight,), None if bias is None else (bias,)))
+        elif weight.numel() >= ONEDNN_MIN_TRAIN_WEIGHT:
+            return _OneDnnLinear.apply(x, weight, bias)
+    return F.linear(x, weight, bias)  # the plain path: small weights, GPU, other dtypes, autocast
 
 
-def _onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cache: PackedWeightCache):
-    """The same product as oneDNN's inner product with the cached packed weight: (..., d_in) -> (..., d_out)."""
-    packed_w, packed_b = cache.get(weight, bias)
+def fused_linear(x: torch.Tensor, weights: tuple[torch.Tensor, ...], biases: tuple[torch.Tensor, ...],
+                 cache: PackedWeightCache) -> torch.Tensor:
+    """torch.cat([F.linear(x, w, b) for w, b in zip(weights, biases)], -1) as one matmul: (..., sum of d_out)."""
+    if (_fp32_cpu(x, weights[0]) and not _builds_graph(x, weights[0])
+            and sum(w.numel() for w in weights) >= ONEDNN_MIN_WEIGHT):
+        return _packed_linear(x, *cache.get(weights, biases))  # the stacked weight itself is never kept
+    return linear(x, torch.cat(weights), torch.cat(biases), cache)  # autograd splits the gradient back
+
+
+def _packed_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None):
+    """x @ W.T + b with the cached packed W: (..., d_in) -> (..., d_out)."""
     flat = x.reshape(-1, x.shape[-1])  # (N, d_in)
     rows = flat.shape[0]
-    # oneDNN builds (and caches) a kernel per input shape, which costs more than the product
-    # itself for a small model; padding the rows to a multiple of ROW_BUCKET keeps the number
-    # of shapes an interactive page meets small, so nearly every call finds a cached kernel.
+    # oneDNN builds (and caches) a kernel per input shape, which costs about as much as a small
+    # model's product; padding the rows to a multiple of ROW_BUCKET keeps the number of shapes
+    # an interactive page meets small, so nearly every call finds a cached kernel.
     extra = -rows % ROW_BUCKET
-    padded = (F.pad(flat, (0, 0, 0, extra)) if extra else flat.contiguous()).to_mkldnn()
-    out = torch._C._nn.mkldnn_linear(padded, packed_w, packed_b).to_dense()[:rows]  # (N, d_out)
-    return out.view(*x.shape[:-1], weight.shape[0])
+    padded = F.pad(flat, (0, 0, 0, extra)) if extra else flat.contiguous()
+    out = _matmul(padded, packed, bias)  # (N + extra, d_out)
+    return (out[:rows] if extra else out).view(*x.shape[:-1], out.shape[-1])
+
+
+class _OneDnnLinear(torch.autograd.Function):
+    """F.linear for training: oneDNN computes x W^T + b and the input gradient g W, MKL the weight's g^T x."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        flat = x.reshape(-1, x.shape[-1]).contiguous()  # (N, d_in)
+        ctx.save_for_backward(flat, weight)
+        ctx.x_shape, ctx.has_bias = x.shape, bias is not None
+        return _matmul(flat, weight, bias).view(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        flat, weight = ctx.saved_tensors
+        g = grad.reshape(-1, grad.shape[-1])  # (N, d_out)
+        need_x, need_w, need_b = ctx.needs_input_grad
+        grad_x = _matmul(g, weight.t(), None).view(ctx.x_shape) if need_x else None  # (..., d_in)
+        grad_w = g.t() @ flat if need_w else None  # (d_out, d_in)
+        grad_b = g.sum(0) if need_b and ctx.has_bias else None
+        return grad_x, grad_w, grad_b
 
 
 class Linear(nn.Linear):
-    """nn.Linear (same parameters, same state_dict) with the fast CPU inference path."""
+    """nn.Linear (same parameters, same state_dict) with the fast CPU paths."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -89,8 +168,12 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     n = x.numel()
     words = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), 2**63 - 1)  # 64 random bits each
     bits = words.view(torch.int16)[:n].view(x.shape)  # uniform over [-32768, 32767]
-    keep = bits >= round(p * 65536) - 32768  # P(keep) = 1 - p
-    return x * (keep * (1.0 / (1.0 - p))).to(x.dtype)
+    # keep where bits >= low: P(drop) = p, rounded to a multiple of 2**-16 within [2**-16, 1 - 2**-16]
+    low = min(max(round(p * 65536) - 32768, -32767), 32767)
+    # clamped to [low - 1, low], less low - 1: 0 (drop) or 1 (keep), in int16 arithmetic that cannot
+    # overflow; a boolean mask (bits >= low) costs three times as much to make and to convert
+    keep = bits.clamp(low - 1, low).to(x.dtype).sub_(low - 1)
+    return x * keep.mul_(1.0 / (1.0 - p))
 
 
 class Dropout(nn.Module):

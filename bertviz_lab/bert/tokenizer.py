@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from tokenizers import Encoding as RawEncoding
@@ -106,6 +106,12 @@ def _keep_lengths(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
         return keep_a, budget - keep_a
     keep_b = min(len_b, budget // 2)
     return budget - keep_b, keep_b
+
+
+def _take(left: dict[int, int], text: int) -> bool:
+    """Whether one more token of `text` (0: A, 1: B) fits in what is `left` of its share, counting it."""
+    left[text] -= 1
+    return left[text] >= 0
 
 
 def _check_text(text: object, name: str) -> str:
@@ -260,6 +266,21 @@ class WordPieceTokenizer:
         # Keep [CLS]/[SEP] wherever the template put them; cut each text from its end.
         keep = sorted(frame + a_pos[:keep_a] + b_pos[:keep_b])
         return self._select(full, keep, truncated=len(seq) - len(keep))
+
+    def encode_ids(self, pairs: Sequence[tuple[str, str | None]],
+                   max_length: int = _MODEL_MAX_LENGTH) -> list[tuple[list[int], list[int]]]:
+        """(ids, segment ids) of each (text A, text B or None), exactly as `encode` gives them, in one
+        batched call: what the training batches need, without the offsets, tokens and word ids."""
+        prepare = lambda text, name: None if text is None else self._prepare(_check_text(text, name))  # noqa: E731
+        out, inputs = [], [(prepare(a, "Text A"), prepare(b, "Text B")) for a, b in pairs]
+        for (a, b), full in zip(pairs, self._tok.encode_batch([p if p[1] is not None else p[0] for p in inputs])):
+            seq = full.sequence_ids
+            if not seq.count(0) or (b is not None and not seq.count(1)) or max_length < _MIN_LENGTH[b is not None]:
+                self.encode(a, b, max_length)  # raises the sentence `encode` would
+            left = dict(zip((0, 1), _keep_lengths(seq.count(0), seq.count(1), max_length - seq.count(None))))
+            keep = [i for i, s in enumerate(seq) if s is None or _take(left, s)]  # each text cut from its end
+            out.append(([full.ids[i] for i in keep], [full.type_ids[i] for i in keep]))
+        return out
 
     def _prepare(self, text: str) -> str:
         # transformers only matches "[MASK]" exactly; an uncased model should also

@@ -86,14 +86,14 @@ def make_pair(doc: list[str], other: list[str], rng: random.Random, nsp: bool) -
 
 def collate(tokenizer: WordPieceTokenizer, pairs, seq_len: int) -> tuple[torch.Tensor, ...]:
     """Tokenize pairs and pad to the longest: ids, segment ids, attention mask (B, T), NSP labels (B,)."""
-    encodings = [tokenizer.encode(a, b, max_length=seq_len) for a, b, _ in pairs]
-    T = max(len(e) for e in encodings)
+    encodings = tokenizer.encode_ids([(a, b) for a, b, _ in pairs], max_length=seq_len)
+    T = max(len(e) for e, _ in encodings)
     ids = torch.full((len(pairs), T), tokenizer.pad_id, dtype=torch.long)
     segments = torch.zeros((len(pairs), T), dtype=torch.long)
     attention = torch.zeros((len(pairs), T), dtype=torch.long)
-    for i, e in enumerate(encodings):
-        ids[i, :len(e)] = torch.tensor(e.ids)
-        segments[i, :len(e)] = torch.tensor(e.segment_ids)
+    for i, (e, s) in enumerate(encodings):
+        ids[i, :len(e)] = torch.tensor(e)
+        segments[i, :len(e)] = torch.tensor(s)
         attention[i, :len(e)] = 1
     return ids, segments, attention, torch.tensor([label for _, _, label in pairs])
 

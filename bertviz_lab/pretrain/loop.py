@@ -1,14 +1,12 @@
 """The pretraining loop: MLM (+ optional NSP) with AdamW, warmup and decay, yielding metric records.
 
-`Trainer.run()` is a generator: the `train` command (`process.py`, which the
-app starts in the background), `publish.py`, the benchmarks and the tests all
-drive this one loop and receive the same records. The losses are those of
-`bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as
-`EvalTotals`. With a run folder it also writes checkpoints (see `checkpoints.py`), each
-with a snapshot of the probe set (`snapshots.py`, a record of kind "snapshot");
-a NaN or inf loss (or one far above chance) stops the run as "diverged" without
-overwriting the last good checkpoint. Under `torchrun` it trains with
-DistributedDataParallel: each rank draws its own batches, rank 0 evaluates and writes.
+`Trainer.run()` is a generator: the `train` command (`process.py`, which the app starts in the
+background), `publish.py`, the benchmarks and the tests all drive this one loop and receive the same
+records. The losses are those of `bert/losses.py`; a step's metric sums travel as `StepTotals`,
+held-out ones as `EvalTotals`. With a run folder it also writes checkpoints (see `checkpoints.py`), each
+with a snapshot of the probe set (`snapshots.py`, a record of kind "snapshot"); a NaN or inf loss (or
+one far above chance) stops the run as "diverged" without overwriting the last good checkpoint. Under
+`torchrun` it trains with DistributedDataParallel: each rank draws its own batches, rank 0 evaluates and writes.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.device import resolve_device
 from bertviz_lab.bert.losses import IGNORE_INDEX, mlm_cross_entropy, nsp_cross_entropy
 from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.ops import adamw
 from bertviz_lab.bert.precision import autocast_dtype
 from bertviz_lab.pretrain import checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
@@ -55,10 +54,9 @@ class BatchLosses:
 class StepTotals:
     """One optimizer step's metric sums over its micro-batches (and, after `all_reduce`, over ranks).
 
-    While the step runs the losses and hit counts stay device tensors, so counting
-    costs no host sync; `packed()` stacks the fields into one tensor, which DDP sums
-    in one all_reduce and the record reads in one .tolist(); `unpacked()` builds back.
-    """
+    While the step runs the losses and hit counts stay device tensors, so counting costs no host sync;
+    `packed()` stacks the fields into one tensor, which DDP sums in one all_reduce and the record reads
+    in one .tolist(); `unpacked()` builds back."""
     mlm_loss: torch.Tensor | float = 0.0  # sum of the micro-batches' mean MLM losses
     nsp_loss: torch.Tensor | float = 0.0  # the same for NSP; 0 without NSP
     mlm_correct: torch.Tensor | float = 0  # masked positions whose top guess is the true token
@@ -129,21 +127,19 @@ class EvalTotals:
 class Loop:
     """What every training loop shares: run to the last step, yielding records; stop and save on request.
 
-    A subclass has cfg (steps, eval_every, checkpoint_every), step, elapsed, rank, world, device,
-    run_dir and stop_requested, and defines train_step (a record with "finite", or None when stopped
-    between micro-batches), evaluate and save. The fine-tuning loop (finetune/loop.py) is one.
-    """
+    A subclass has cfg (steps, eval_every, checkpoint_every), step, elapsed, rank, world, device, run_dir
+    and stop_requested, and defines train_step (a record with "finite", or None when stopped between
+    micro-batches), evaluate and save. The fine-tuning loop (finetune/loop.py) is one."""
 
-    def _use_threads(self) -> None:
-        """On the CPU, cfg.threads threads (0: all cores but one, leaving one for the app)."""
+    def _use_threads(self) -> None:  # on the CPU, cfg.threads threads (0: all cores but one, one left for the app)
         if self.device.type == "cpu":
             torch.set_num_threads(self.cfg.threads or max(1, (os.cpu_count() or 2) - 1))
 
     def _make_optimizer(self) -> None:
         """BERT's recipe over the model's trainable parameters: AdamW (betas 0.9/0.999, eps 1e-6, no decay on
         biases and LayerNorm), the rate warmed up linearly over cfg.warmup steps, then decayed linearly to 0."""
-        self.optimizer = torch.optim.AdamW(param_groups(self.model, self.cfg.weight_decay), lr=self.cfg.lr,
-                                           betas=(0.9, 0.999), eps=1e-6)
+        self.optimizer = adamw(self.model, param_groups(self.model, self.cfg.weight_decay), lr=self.cfg.lr,
+                               betas=(0.9, 0.999), eps=1e-6)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda step: warmup_then_decay(step, self.cfg.warmup, self.cfg.steps))
 
@@ -211,6 +207,7 @@ class Trainer(Loop):
             self.device = torch.device("cuda", torch.cuda.current_device())
         self._use_threads()
         self.stop_requested = False
+        self._held_out: dict[tuple[int, int], Batch] = {}
         self.corpus = build_corpus(cfg, self.run_dir if self.rank == 0 else None)
         self.tokenizer = self.corpus.tokenizer
         self.amp_dtype = autocast_dtype(cfg.precision, self.device)
@@ -229,11 +226,17 @@ class Trainer(Loop):
             torch.manual_seed(cfg.seed + 1000 * self.rank)  # each rank its own dropout masks
 
     def batch(self, step: int, micro: int = 0, stream: int = TRAIN_STREAM) -> Batch:
+        """A pure function of (seed, step, micro-batch, rank, stream); a held-out batch is made once."""
+        if (step, stream) in self._held_out:
+            return self._held_out[(step, stream)]
         source = self.corpus.train if stream == TRAIN_STREAM else self.corpus.held_out
-        return make_batch(source, self.tokenizer, step=step * self.cfg.grad_accum + micro,
-                          batch_size=self.cfg.batch_size, seq_len=self.cfg.seq_len, nsp=self.cfg.nsp,
-                          mask_rate=self.cfg.mask_rate, random_tokens=self.cfg.random_tokens, rank=self.rank,
-                          stream=stream).to(self.device)
+        batch = make_batch(source, self.tokenizer, step=step * self.cfg.grad_accum + micro,
+                           batch_size=self.cfg.batch_size, seq_len=self.cfg.seq_len, nsp=self.cfg.nsp,
+                           mask_rate=self.cfg.mask_rate, random_tokens=self.cfg.random_tokens, rank=self.rank,
+                           stream=stream).to(self.device)
+        if stream != TRAIN_STREAM:  # the same at every evaluation
+            self._held_out[(step, stream)] = batch
+        return batch
 
     def losses(self, model, batch: Batch) -> BatchLosses:
         """Forward one batch with the MLM head only at masked positions (sparse prediction)."""
@@ -252,12 +255,11 @@ class Trainer(Loop):
     def train_step(self) -> dict | None:
         """One optimizer step (over grad_accum micro-batches); returns the step's metrics.
 
-        In one process a stop request is also seen between micro-batches, so a big model with many
-        of them stops within one: the partial step is abandoned as if it never began (gradients
-        dropped, random state put back) and None returned; `run` then saves the last whole step.
-        Under torchrun every rank must run the same backward passes (DDP reduces gradients in each),
-        so the ranks agree on stopping at step boundaries only (`_should_stop`).
-        """
+        In one process a stop request is also seen between micro-batches, so a big model with many of
+        them stops within one: the partial step is abandoned as if it never began (gradients dropped,
+        random state put back) and None returned; `run` then saves the last whole step. Under torchrun
+        every rank must run the same backward passes (DDP reduces gradients in each), so the ranks agree
+        on stopping at step boundaries only (`_should_stop`)."""
         start = time.perf_counter()
         self.ddp.train()
         totals = StepTotals()

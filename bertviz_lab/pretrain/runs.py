@@ -1,17 +1,17 @@
 """Pretraining runs as background processes: start, list, read, stop, resume, delete.
 
 A run is a folder (RUNS/NAME) and a process running the same command a user would type:
-`python -m bertviz_lab train --run-dir RUNS/NAME ...`. The process writes everything (see
-`process.py`); this module starts it, reads its files and signals it, so the app can be
-refreshed or closed without harming it. RUN/.lock is held by the folder's one trainer for its
-whole life (and briefly by whoever launches or deletes it); RUN/lock_holder.json says who, for the
-message that refuses a second one. A run's files are data, not trusted: a status.json or run.json
-that is not a record of the expected types reads as "unreadable", and a pid is signalled only if
-that process started when the run recorded (a reused pid is never signalled).
+`python -m bertviz_lab train --run-dir RUNS/NAME ...`. The process writes everything (see `process.py`);
+this module starts it, reads its files and signals it, so the app can be refreshed or closed without
+harming it. RUN/.lock is held by the folder's one trainer for its whole life (and briefly by whoever
+launches or deletes it); RUN/lock_holder.json says who, for the message that refuses a second one. A
+run's files are data, not trusted: a status.json or run.json not of the expected types reads as
+"unreadable", and a pid is signalled only if that process started when the run recorded it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -104,10 +104,7 @@ def cli_args(cfg: TrainConfig) -> list[str]:
     for key, value in cfg.to_dict().items():
         if value == getattr(default, key):
             continue
-        if key == "nsp":
-            args.append("--no-nsp" if not value else "--nsp")
-        else:
-            args += [f"--{key.replace('_', '-')}", str(value)]
+        args += (["--nsp" if value else "--no-nsp"] if key == "nsp" else [f"--{key.replace('_', '-')}", str(value)])
     return args
 
 
@@ -194,12 +191,16 @@ def _launch(run_dir: Path, command: list[str], steps: int, started_by: str) -> R
 
 
 def trainer(info: RunInfo):
-    """The run's live trainer (a psutil.Process), verified (see `process.verified`); None if there is none."""
+    """The run's live trainer (a psutil.Process), verified (see `process.verified`); None if there is none.
+    Our own child that has exited, or is exiting (`verified` counts a zombie main thread as dead), is reaped."""
     child = _children.get(info.pid)
-    if child is not None and child.poll() is not None:  # reap our own child: no zombie is left
-        del _children[info.pid]
+    proc = verified(info.pid, info.pid_started, info.name)
+    if child is not None and (proc is None or child.poll() is not None):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=5)
+            del _children[info.pid]
         return None
-    return verified(info.pid, info.pid_started, info.name)
+    return proc
 
 
 # --- Reading a run -------------------------------------------------------------------------------
@@ -336,11 +337,9 @@ def delete(run_dir) -> None:
 
 def drop_upload(root: Path, corpus) -> None:
     """Delete `corpus` (a text or a CSV) if it is a file of ROOT/uploads no remaining run uses (never another file)."""
-    if not isinstance(corpus, str):
-        return
     try:
-        path = Path(corpus).resolve()
-        if path.parent != (root / UPLOADS).resolve():
+        path = Path(corpus).resolve() if isinstance(corpus, str) else None
+        if path is None or path.parent != (root / UPLOADS).resolve():
             return
         used = {Path(c).resolve() for r in list_runs(root) for key in ("corpus", "data")
                 if isinstance(c := r.config.get(key), str) and c}

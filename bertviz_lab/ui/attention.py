@@ -43,7 +43,8 @@ class Forward:
 
 # cache_resource, not cache_data: the view is read-only (its arrays are frozen), so every rerun and
 # session shares it instead of unpickling a copy; a few entries, as BERT-base at 512 tokens is ~400 MB.
-@st.cache_resource(max_entries=8, show_spinner=False)
+# Its spinner shows only past 0.5 s: BERT-base at 512 tokens (1.7 s), never the shipped model.
+@st.cache_resource(max_entries=8, show_spinner="Running the model, every step of attention kept…")
 def explore(key: Forward, _ckpt: Checkpoint, _encoding: Encoding) -> av.AttentionView:
     return av.explore(_ckpt.model, _encoding, key.head_mask(_ckpt), _ckpt.tokenizer.mask_id)
 

@@ -50,7 +50,8 @@ def task_picker(name: str) -> tuple[tasks.Task | None, bytes | None, str | None]
     """The chosen task, described with a few rows; for a CSV, the file checked at once. Returns
     (task, the CSV's bytes, the error already shown): task None while no usable file is chosen."""
     if name != CSV:
-        task = tasks.builtin(name)
+        with st.spinner("Writing the task's examples…"):  # a task's first use generates them: a second or two
+            task = tasks.builtin(name)
         st.caption(f"{tasks.KIND_NAMES[task.kind].capitalize()}, labels {', '.join(task.labels)}. "
                    f"{task.description} {len(task.train):,} training and {len(task.dev):,} dev examples.")
         st.dataframe(vf.example_rows(task), hide_index=True, key="finetune.examples")

@@ -66,9 +66,9 @@ def available_models() -> dict[str, str]:
     return found
 
 
-def device_name() -> str:
-    """The device to load on: what the picker says, with CUDA falling back to CPU when absent."""
-    choice = state.get(K.DEVICE)
+def device_name(choice: str | None = None) -> str:
+    """The device to load on: what the picker says (or `choice`), with CUDA falling back to CPU when absent."""
+    choice = state.get(K.DEVICE) if choice is None else choice
     if choice == "cuda" and not cuda_available():
         return "cpu"
     return "cuda" if choice == "auto" and cuda_available() else ("cpu" if choice == "auto" else choice)

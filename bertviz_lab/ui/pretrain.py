@@ -37,8 +37,9 @@ BADGE = {"starting": ("blue", ":material/hourglass_top:"), "running": ("blue", "
          "finished": ("green", ":material/check_circle:"), "stopped": ("orange", ":material/stop_circle:"),
          "diverged": ("red", ":material/trending_up:"), "failed": ("red", ":material/error:"),
          "unreadable": ("gray", ":material/help:")}
-STEP = {"lr": 1e-4, "weight_decay": 0.01, "mask_rate": 0.01, "grad_clip": 0.5}  # of the float inputs
-ADVANCED = ("eval_every", "eval_batches", "checkpoint_every", "threads", "grad_clip", "grad_accum", "vocab_size")
+STEP = {"lr": 1e-4, "weight_decay": 0.01, "mask_rate": 0.01, "grad_clip": 0.5, "dropout": 0.05}  # of the float inputs
+ADVANCED = ("dropout", "eval_every", "eval_batches", "checkpoint_every", "threads", "grad_clip", "grad_accum",
+            "vocab_size")
 
 
 # --- The form --------------------------------------------------------------------------------
@@ -83,10 +84,10 @@ def run_form(active: int) -> runs.RunInfo | None:
         cols[3].selectbox("Random tokens", list(vp.RANDOM_TOKENS), key=K.RANDOM_TOKENS.name,
                           help=vp.RANDOM_TOKEN_HELP)
         with st.expander("Advanced"):
-            for i, col in enumerate(st.columns(4) + st.columns(4)):
+            for i, col in enumerate(st.columns(3) + st.columns(3) + st.columns(3)):  # 8 numbers and Precision
                 if i < len(ADVANCED):
                     _number(col, ADVANCED[i])
-                else:
+                elif i == len(ADVANCED):
                     col.selectbox("Precision", PRECISIONS, key=K.PRECISION.name)
         submitted = st.form_submit_button("Start training", type="primary", key=K.START.name,
                                           icon=":material/play_arrow:", disabled=not allowed)

@@ -61,7 +61,7 @@ class Contexts:
     explained: np.ndarray  # (L + 1, 2)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner="Reading the word's vectors in every sentence…")  # shown past 0.5 s
 def contexts(key: tuple, word: str, text: str, _ckpt: Checkpoint) -> Contexts:
     sentences, senses = parse_lines(text)
     wic = rv.word_in_context(_ckpt.model, _ckpt.tokenizer, word, sentences)

@@ -1,4 +1,4 @@
-"""Drive the real app in headless Chromium: start `streamlit run app.py` on a loopback port,
+"""Drive the real app in headless Chromium: start it as `./lab.sh app` does on a loopback port,
 open pages, wait for scripts to finish, take screenshots. Used by the browser tests and by
 docs/make_screenshots.py."""
 
@@ -26,9 +26,10 @@ def streamlit_server(env: dict | None = None, *args: str, address: str = "127.0.
                      log: Path | None = None):
     """Yield the base URL (on 127.0.0.1) of a fresh server for `script`, run from the repository root so
     .streamlit/config.toml applies; extra `args` go to streamlit; its output goes to `log` if given.
-    The server is stopped afterwards."""
+    app.py is served as `./lab.sh app` serves it (bertviz_lab.ui.serve). The server is stopped afterwards."""
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+    serve = ["-m", "bertviz_lab.ui.serve"] if script == "app.py" else ["-m", "streamlit", "run", script]
+    cmd = [sys.executable, *serve, "--server.headless", "true",
            "--server.address", address, "--server.port", str(port), "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none", *args]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMLIT_", "BERTVIZ_CLASSROOM"))}
