@@ -29,6 +29,26 @@ def hf_twin(model, attn_implementation: str = "eager"):
     return hf
 
 
+def hf_adamw(model, weight_decay: float, lr: float) -> torch.optim.AdamW:
+    """The optimizer our loop uses (bert.ops.adamw: fused, BERT's betas and eps, no decay on biases and
+    LayerNorm), for a transformers model: both sides of a training benchmark step alike."""
+    from bertviz_lab.pretrain.loop import param_groups
+
+    return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=(0.9, 0.999), eps=1e-6, fused=True)
+
+
+def hf_train_step(model, optimizer, batch, grad_clip: float = 1.0) -> None:
+    """One MLM + NSP training step of a transformers BertForPreTraining on one of our batches
+    (an explicit all-ones attention mask where ours needs none, as transformers users pass one)."""
+    attention = batch.attention_mask if batch.attention_mask is not None else torch.ones_like(batch.input_ids)
+    out = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids, attention_mask=attention,
+                labels=batch.labels, next_sentence_label=batch.nsp_labels)
+    out.loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
 def interleaved_ms(fns: dict, rounds: int, warmup: int = 3) -> dict[str, list[float]]:
     """Wall time in ms of each callable, one list entry per round; each round runs every callable
     back to back, so a drift in machine load hits all of them alike."""

@@ -22,9 +22,9 @@ import time
 
 import torch
 
-from bench.common import hf_twin, pin_threads
+from bench.common import hf_adamw, hf_train_step, hf_twin, median_ratio, pin_threads
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.loop import Trainer, param_groups
+from bertviz_lab.pretrain.loop import Trainer
 
 
 def run_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int, float, float]:
@@ -51,16 +51,8 @@ def step_rate_ratio(threads: int, rounds: int, per_round: int = 4) -> tuple[floa
     feed = iter(range(10**9))
     trainer.batch = lambda step, micro=0, stream=0: batches[next(feed) % per_round]
     hf = hf_twin(trainer.model, "sdpa").train()
-    optimizer = torch.optim.AdamW(param_groups(hf, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6)
-
-    def hf_step(batch) -> None:
-        attention = batch.attention_mask if batch.attention_mask is not None else torch.ones_like(batch.input_ids)
-        out = hf(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids, attention_mask=attention,
-                 labels=batch.labels, next_sentence_label=batch.nsp_labels)
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(hf.parameters(), cfg.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    optimizer = hf_adamw(hf, cfg.weight_decay, cfg.lr)
+    hf_step = lambda batch: hf_train_step(hf, optimizer, batch, cfg.grad_clip)  # noqa: E731
 
     for i in range(2):  # warm up allocators and kernels
         trainer.train_step()
@@ -75,7 +67,7 @@ def step_rate_ratio(threads: int, rounds: int, per_round: int = 4) -> tuple[floa
         for batch in batches:
             hf_step(batch)
         theirs.append((time.perf_counter() - start) / per_round)
-    ratio = statistics.median(t / o for o, t in zip(ours, theirs))
+    ratio = median_ratio(theirs, ours)
     return statistics.median(ours) * 1000, statistics.median(theirs) * 1000, ratio
 
 

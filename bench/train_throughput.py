@@ -1,7 +1,7 @@
 """Training throughput: tokens/s of our training step vs transformers, same config, same run.
 
 Config: vocab 8192, hidden 256, 4 layers, 4 heads, intermediate 1024; batch 32 x 128
-tokens with 15% masking and NSP labels; AdamW, gradient clipping, fp32, 2 threads.
+tokens with 15% masking and NSP labels; the same fused AdamW both sides, gradient clipping, fp32, 2 threads.
 Ours is `Trainer.train_step` itself (sparse MLM head, the fast CPU dropout, metrics
 included) fed a fixed batch; transformers' BertForPreTraining runs with its eager and
 its sdpa attention and the faster of the two is the baseline. Prints medians, each
@@ -22,12 +22,12 @@ from collections.abc import Callable
 
 import torch
 
-from bench.common import hf_twin, median_ratio, pin_threads
+from bench.common import hf_adamw, hf_train_step, hf_twin, median_ratio, pin_threads
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.masking import mask_tokens
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.data import Batch
-from bertviz_lab.pretrain.loop import Trainer, param_groups
+from bertviz_lab.pretrain.loop import Trainer
 
 CONFIG = BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                     intermediate_size=1024, max_position_embeddings=128)
@@ -99,22 +99,12 @@ def main() -> None:
     trainer = Trainer(TrainConfig(preset="mini", seq_len=T, batch_size=B, steps=10**6, warmup=0, lr=1e-4,
                                   threads=args.threads, device="cpu", precision="fp32"), model_config=CONFIG)
     trainer.batch = lambda step, micro=0, stream=0: batch
-    attention = torch.ones(B, T, dtype=torch.long)  # transformers gets an explicit all-ones mask, as usual
-
-    def hf_step(model, optimizer):
-        out = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids, attention_mask=attention,
-                    labels=batch.labels, next_sentence_label=batch.nsp_labels)
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
     steps = {"ours": trainer.train_step}
     clocks = {"ours": PhaseClock(trainer.model, trainer.optimizer)}
     for impl in ("eager", "sdpa"):
         hf = hf_twin(trainer.model, impl).train()
-        opt = torch.optim.AdamW(param_groups(hf, 0.01), lr=1e-4, eps=1e-6)
-        steps[f"transformers-{impl}"] = lambda hf=hf, opt=opt: hf_step(hf, opt)
+        opt = hf_adamw(hf, 0.01, 1e-4)
+        steps[f"transformers-{impl}"] = lambda hf=hf, opt=opt: hf_train_step(hf, opt, batch)
         clocks[f"transformers-{impl}"] = PhaseClock(hf, opt)
     for step in steps.values():  # warm up allocators and kernels
         step(), step()

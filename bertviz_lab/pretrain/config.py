@@ -72,7 +72,7 @@ class TrainConfig:
     corpus: str = "builtin"  # "builtin" or a path to a UTF-8 .txt file
     vocab_size: int = 4000  # WordPiece size when training on a user's text
     # The defaults are the classroom preset, tuned for a 2-layer model on 2 CPU cores: the held-out MLM
-    # loss halves within 225-250 steps (python -m bench.learning_speed), well inside the run, so a class
+    # loss halves within 225-275 steps (python -m bench.learning_speed), well inside the run, so a class
     # sees learning live. Short sequences buy a large batch for the same compute (BERT itself trained
     # 90% of its steps at 128 of its 512 positions); a batch of 128 steadies the gradient so the peak rate
     # can be 3e-3; the long warmup keeps that rate from stalling the post-LN model at the unigram plateau
