@@ -37,12 +37,14 @@ def hf_adamw(model, weight_decay: float, lr: float) -> torch.optim.AdamW:
     return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=(0.9, 0.999), eps=1e-6, fused=True)
 
 
-def hf_train_step(model, optimizer, batch, grad_clip: float = 1.0) -> None:
+def hf_train_step(model, optimizer, batch, grad_clip: float = 1.0, amp_dtype: torch.dtype | None = None) -> None:
     """One MLM + NSP training step of a transformers BertForPreTraining on one of our batches
-    (an explicit all-ones attention mask where ours needs none, as transformers users pass one)."""
+    (an explicit all-ones attention mask where ours needs none, as transformers users pass one),
+    under the autocast our Trainer uses (its `amp_dtype`: None for fp32)."""
     attention = batch.attention_mask if batch.attention_mask is not None else torch.ones_like(batch.input_ids)
-    out = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids, attention_mask=attention,
-                labels=batch.labels, next_sentence_label=batch.nsp_labels)
+    with torch.autocast("cpu", dtype=amp_dtype, enabled=amp_dtype is not None):
+        out = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids, attention_mask=attention,
+                    labels=batch.labels, next_sentence_label=batch.nsp_labels)
     out.loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()

@@ -8,8 +8,9 @@ steps (each writing and tokenizing its own batch) and the held-out evaluations. 
 seeds; prints each, then `steps to half loss: N` and `median N s` (medians over the seeds).
 
 The step rate: our `Trainer.train_step` against transformers' BertForPreTraining with the same
-weights, config (dropout included), optimizer and gradient clipping, both fed the same
-pre-made batches, timed in interleaved rounds; the figure is the median of per-round ratios.
+weights, config (dropout included), precision (the autocast the preset's "auto" picks here),
+optimizer and gradient clipping, both fed the same pre-made batches, timed in interleaved rounds;
+the figure is the median of per-round ratios.
 
     .venv/bin/python -m bench.learning_speed [--seeds 3] [--threads 2] [--rounds 10]
 """
@@ -43,8 +44,9 @@ def run_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int, fl
     return float("inf"), trainer.step, first, last
 
 
-def step_rate_ratio(threads: int, rounds: int, per_round: int = 4) -> tuple[float, float, float]:
-    """(our ms per step, transformers' ms per step, median per-round ratio theirs / ours) on the preset."""
+def step_rate_ratio(threads: int, rounds: int, per_round: int = 4) -> tuple[float, float, float, str]:
+    """(our ms per step, transformers' ms per step, median per-round ratio theirs / ours, the precision both
+    ran in) on the preset."""
     cfg = TrainConfig(seed=0, threads=threads, device="cpu", steps=10**6)
     trainer = Trainer(cfg)
     batches = [trainer.batch(i) for i in range(per_round)]
@@ -52,7 +54,7 @@ def step_rate_ratio(threads: int, rounds: int, per_round: int = 4) -> tuple[floa
     trainer.batch = lambda step, micro=0, stream=0: batches[next(feed) % per_round]
     hf = hf_twin(trainer.model, "sdpa").train()
     optimizer = hf_adamw(hf, cfg.weight_decay, cfg.lr)
-    hf_step = lambda batch: hf_train_step(hf, optimizer, batch, cfg.grad_clip)  # noqa: E731
+    hf_step = lambda batch: hf_train_step(hf, optimizer, batch, cfg.grad_clip, trainer.amp_dtype)  # noqa: E731
 
     for i in range(2):  # warm up allocators and kernels
         trainer.train_step()
@@ -68,7 +70,8 @@ def step_rate_ratio(threads: int, rounds: int, per_round: int = 4) -> tuple[floa
             hf_step(batch)
         theirs.append((time.perf_counter() - start) / per_round)
     ratio = median_ratio(theirs, ours)
-    return statistics.median(ours) * 1000, statistics.median(theirs) * 1000, ratio
+    precision = "fp32" if trainer.amp_dtype is None else f"{str(trainer.amp_dtype).removeprefix('torch.')} autocast"
+    return statistics.median(ours) * 1000, statistics.median(theirs) * 1000, ratio, precision
 
 
 def main() -> None:
@@ -90,9 +93,11 @@ def main() -> None:
         seconds.append(elapsed)
         steps.append(step if elapsed != float("inf") else float("inf"))
         print(f"  seed {seed}: step {step:4d}, {elapsed:6.1f} s  (held-out MLM loss {first:.3f} -> {reached:.3f})")
-    ours_ms, theirs_ms, ratio = step_rate_ratio(args.threads, args.rounds)
-    print(f"step rate: ours {ours_ms:.0f} ms, transformers (sdpa) {theirs_ms:.0f} ms per step; "
-          f"ratio transformers / ours = {ratio:.2f} (median of {args.rounds} per-round ratios; above 1 = we are faster)")
+    ours_ms, theirs_ms, ratio, precision = step_rate_ratio(args.threads, args.rounds)
+    print(f"step rate ({precision} both sides, as precision 'auto' picks on this machine): ours {ours_ms:.0f} ms, "
+          f"transformers (sdpa) {theirs_ms:.0f} ms per step; "
+          f"ratio transformers / ours = {ratio:.2f} (median of {args.rounds} per-round ratios; "
+          "above 1 = we are faster)")
     print(f"steps to half loss: {statistics.median(steps):.0f} (seeds: {', '.join(f'{s:.0f}' for s in steps)}; "
           "target < 300)")
     print(f"median {statistics.median(seconds):.1f} s to halve the held-out MLM loss (target < 60 s)")

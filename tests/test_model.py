@@ -203,7 +203,7 @@ def test_every_activation_is_the_one_transformers_computes_under_that_name():
     from transformers.activations import ACT2FN
 
     from bertviz_lab.bert.config import ACTIVATIONS
-    from bertviz_lab.bert.model import ACT_FNS
+    from bertviz_lab.bert.activations import ACT_FNS
 
     assert set(ACT_FNS) == set(ACTIVATIONS)
     x = torch.linspace(-6, 6, 2001, dtype=torch.float64)

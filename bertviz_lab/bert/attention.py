@@ -66,9 +66,10 @@ def visibility(key_mask: torch.Tensor | None, causal: bool, T: int, device) -> t
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
               options: AttentionOptions) -> tuple[torch.Tensor, AttentionSteps | None]:
-    """softmax(q k^T / sqrt(D) + mask) v for q, k, v of shape (B, H, T, D).
+    """softmax(q k^T / sqrt(D) + mask) v for q, k, v of shape (B, H, T, D); untraced, q may hold fewer
+    rows than k and v (a sparse last layer's queries), with `options.visible` shaped to match.
 
-    Returns the context (B, H, T, D) and, with `options.trace`, the steps (else None).
+    Returns the context (B, H, T, D) (q's rows) and, with `options.trace`, the steps (else None).
     """
     if options.trace or options.backend == "math":
         return _math_attention(q, k, v, options)

@@ -4,42 +4,22 @@ Module and parameter names mirror Hugging Face's `BertForPreTraining`, so a
 `state_dict` here has the same keys as `model.safetensors` there and checkpoints
 move both ways without a renaming table. One forward serves every page: `trace`
 returns each attention step, `causal` hides the right context, `head_mask`
-switches heads off, `masked_positions` computes the MLM head only where needed.
+switches heads off, `masked_positions` computes the MLM head only where needed, and
+`sparse_last_layer` also the last layer only at the rows the heads read (training).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from bertviz_lab.bert.activations import ACT_FNS
 from bertviz_lab.bert.attention import AttentionOptions, AttentionSteps, attention, visibility
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.bert.ops import Dropout, Linear, PackedWeightCache, fused_linear, linear
-
-
-def _gelu_tanh_pow(x: torch.Tensor) -> torch.Tensor:
-    """transformers' NewGELUActivation ("gelu_new"), term for term."""
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
-
-
-def _gelu_fast(x: torch.Tensor) -> torch.Tensor:
-    """transformers' FastGELUActivation ("gelu_fast"), term for term."""
-    return 0.5 * x * (1.0 + torch.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
-
-
-# One function per name of config.ACTIVATIONS (the words the pages show live there).
-ACT_FNS = {
-    "gelu": F.gelu,  # exact erf form, as in BERT's released code and transformers' "gelu"
-    "gelu_python": F.gelu,
-    "gelu_new": _gelu_tanh_pow,
-    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "gelu_fast": _gelu_fast,
-    "relu": F.relu,
-}
+from bertviz_lab.bert.heads import Heads, Pooler
+from bertviz_lab.bert.ops import Dropout, Linear, PackedWeightCache, fused_linear
 
 
 @dataclass
@@ -52,6 +32,29 @@ class BertOutput:
     pooled: torch.Tensor | None  # (B, d) tanh(W [CLS] + b), the NSP head's input
     trace: list[AttentionSteps] | None  # one per layer, with trace=True
     rtd_logits: torch.Tensor | None = None  # (B, T): ELECTRA's "was this token replaced?" logit; None without
+
+
+@dataclass
+class ReadRows:
+    """The rows of a (B, T) batch the heads read: the masked positions and, for the pooler, [CLS].
+    `index` (B, M): each sequence's read positions in order, then unread ones as padding (M: the most any
+    sequence reads); `keep` (B, M): the real entries. Over the N' kept entries, in (sequence, position)
+    order, `masked` and `cls` (N',) say which are masked positions and which are [CLS]."""
+
+    index: torch.Tensor
+    keep: torch.Tensor
+    masked: torch.Tensor
+    cls: torch.Tensor
+
+    @classmethod
+    def of(cls, masked_positions: torch.Tensor, with_cls: bool) -> ReadRows:
+        read = masked_positions.clone()
+        read[:, 0] |= with_cls
+        counts = read.sum(1)  # (B,)
+        M = max(int(counts.max()), 1)
+        index = torch.sort((~read).to(torch.uint8), dim=1, stable=True).indices[:, :M]  # read first, in order
+        keep = torch.arange(M, device=read.device) < counts[:, None]
+        return cls(index, keep, masked_positions.gather(1, index)[keep], (index == 0)[keep] & with_cls)
 
 
 class Embeddings(nn.Module):
@@ -97,12 +100,17 @@ class QKV(nn.Module):
         self.query = Linear(cfg.hidden_size, cfg.hidden_size)
         self.key = Linear(cfg.hidden_size, cfg.hidden_size)
         self.value = Linear(cfg.hidden_size, cfg.hidden_size)
-        self._packed = PackedWeightCache()
+        self._packed, self._packed_kv = PackedWeightCache(), PackedWeightCache()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         parts = (self.query, self.key, self.value)
         weights, biases = tuple(p.weight for p in parts), tuple(p.bias for p in parts)
         return fused_linear(x, weights, biases, self._packed)  # (B, T, 3d): q, k, v side by side
+
+    def key_value(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, 2d): k and v side by side, for queries taken from other rows."""
+        weights, biases = (self.key.weight, self.value.weight), (self.key.bias, self.value.bias)
+        return fused_linear(x, weights, biases, self._packed_kv)
 
 
 class AddNorm(nn.Module):
@@ -134,6 +142,20 @@ class SelfAttention(nn.Module):
         merged = context.transpose(1, 2).reshape(B, T, -1)  # (B, T, d)
         return self.output(merged, x), steps
 
+    def forward_rows(self, x: torch.Tensor, rows: ReadRows, options: AttentionOptions) -> torch.Tensor:
+        """The same output at the rows `rows` picks only, (N', d): every key and value, fewer queries."""
+        B, T, d = x.shape
+        M = rows.index.shape[1]
+        picked = x.gather(1, rows.index[..., None].expand(B, M, d))  # (B, M, d)
+        q = self.self.query(picked).view(B, M, self.heads, self.head_dim).transpose(1, 2)  # (B, H, M, D)
+        k, v = self.self.key_value(x).view(B, T, 2, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        visible = options.visible
+        if visible is not None and visible.shape[2] > 1:  # a row per query (causal): the picked queries' rows
+            visible = visible.expand(B, 1, T, T).gather(2, rows.index[:, None, :, None].expand(B, 1, M, T))
+        context, _ = attention(q, k, v, replace(options, visible=visible))  # (B, H, M, D)
+        merged = context.transpose(1, 2).reshape(B, M, d)[rows.keep]  # (N', d)
+        return self.output(merged, picked[rows.keep])
+
 
 class EncoderLayer(nn.Module):
     """Post-LN block: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
@@ -150,6 +172,11 @@ class EncoderLayer(nn.Module):
         x, steps = self.attention(x, options)
         return self.output(self.act(self.intermediate.dense(x)), x), steps
 
+    def forward_rows(self, x: torch.Tensor, rows: ReadRows, options: AttentionOptions) -> torch.Tensor:
+        """forward's output at the rows `rows` picks, (N', d), computed there only."""
+        x = self.attention.forward_rows(x, rows, options)
+        return self.output(self.act(self.intermediate.dense(x)), x)
+
 
 class Encoder(nn.Module):
     """The layers; with shared_layers (ALBERT) one layer object at every depth, so its weights count once."""
@@ -158,17 +185,6 @@ class Encoder(nn.Module):
         super().__init__()
         shared = EncoderLayer(cfg) if cfg.shared_layers else None
         self.layer = nn.ModuleList(shared or EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
-
-
-class Pooler(nn.Module):
-    """tanh(W h_[CLS] + b): the sentence vector the NSP head reads."""
-
-    def __init__(self, cfg: BertConfig):
-        super().__init__()
-        self.dense = Linear(cfg.hidden_size, cfg.hidden_size)
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.dense(hidden[:, 0]))
 
 
 class BertEncoderModel(nn.Module):
@@ -181,48 +197,6 @@ class BertEncoderModel(nn.Module):
         self.embeddings_project = Linear(cfg.embedding_size, cfg.hidden_size) if cfg.embedding_size else None
         self.encoder = Encoder(cfg)
         self.pooler = Pooler(cfg) if pooler else None
-
-
-class MLMHead(nn.Module):
-    """dense -> act -> LayerNorm -> logits with the token embeddings as decoder (tied) plus a bias.
-    With factorised embeddings (ELECTRA's generator, ALBERT) dense maps down to embedding_size."""
-
-    def __init__(self, cfg: BertConfig):
-        super().__init__()
-        self.transform = nn.Module()
-        self.transform.dense = Linear(cfg.hidden_size, cfg.embedding_width)
-        self.transform.LayerNorm = nn.LayerNorm(cfg.embedding_width, eps=cfg.layer_norm_eps)
-        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
-        self.act = ACT_FNS[cfg.head_activation]
-        self._packed_decoder = PackedWeightCache()
-
-    def forward(self, hidden: torch.Tensor, decoder_weight: torch.Tensor) -> torch.Tensor:
-        h = self.transform.LayerNorm(self.act(self.transform.dense(hidden)))
-        return linear(h, decoder_weight, self.bias, self._packed_decoder)  # (..., V)
-
-
-class ReplacedTokenHead(nn.Module):
-    """ELECTRA's discriminator: dense -> act -> one logit per token, "this token was replaced"."""
-
-    def __init__(self, cfg: BertConfig):
-        super().__init__()
-        self.dense = Linear(cfg.hidden_size, cfg.hidden_size)
-        self.dense_prediction = Linear(cfg.hidden_size, 1)
-        self.act = ACT_FNS[cfg.hidden_act]
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.dense_prediction(self.act(self.dense(hidden))).squeeze(-1)  # (B, T)
-
-
-class Heads(nn.Module):
-    """HF's `cls`: the MLM head (`predictions`), the NSP head (`seq_relationship`) and, for an ELECTRA
-    discriminator, the replaced-token head (`discriminator`)."""
-
-    def __init__(self, cfg: BertConfig, mlm: bool, nsp: bool, rtd: bool = False):
-        super().__init__()
-        self.predictions = MLMHead(cfg) if mlm else None
-        self.seq_relationship = Linear(cfg.hidden_size, 2) if nsp else None
-        self.discriminator = ReplacedTokenHead(cfg) if rtd else None
 
 
 class BertForPreTraining(nn.Module):
@@ -307,10 +281,13 @@ class BertForPreTraining(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, *, trace: bool = False, causal: bool = False,
                 head_mask: torch.Tensor | None = None, masked_positions: torch.Tensor | None = None,
-                heads: bool = True) -> BertOutput:
+                heads: bool = True, sparse_last_layer: bool = False) -> BertOutput:
         """input_ids, token_type_ids, attention_mask: (B, T). head_mask: (L, H) of 0/1.
         masked_positions: (B, T) bool; if given, MLM logits only there, as (N, V).
-        heads=False: the encoder and pooler only (HF's `BertModel`), no MLM or NSP logits."""
+        heads=False: the encoder and pooler only (HF's `BertModel`), no MLM or NSP logits.
+        sparse_last_layer (with masked_positions): the last layer computes only the rows the heads read,
+        the masked positions and [CLS] (keys and values still from every row), for the same logits and
+        gradients in a fraction of its time; hidden_states then stop at the layer before it."""
         T = input_ids.shape[1]
         if T > self.config.max_tokens:
             raise ValueError(f"{T} tokens exceed the {self.config.max_tokens} positions this model has")
@@ -321,8 +298,13 @@ class BertForPreTraining(nn.Module):
         if self.bert.embeddings_project is not None:
             x = self.bert.embeddings_project(x)  # (B, T, d)
         hidden, steps = [x], []
-        for i, layer in enumerate(self.bert.encoder.layer):
+        layers = self.bert.encoder.layer
+        sparse = sparse_last_layer and masked_positions is not None and heads and not trace and not self.has_rtd
+        for i, layer in enumerate(layers):
             layer_options = options if head_mask is None else replace(options, head_mask=head_mask[i])  # row (H,)
+            if sparse and i == len(layers) - 1:
+                rows = ReadRows.of(masked_positions, with_cls=self.bert.pooler is not None)
+                return self._sparse_heads(layer.forward_rows(x, rows, layer_options), rows, tuple(hidden))
             x, layer_steps = layer(x, layer_options)
             hidden.append(x)
             steps.append(layer_steps)
@@ -331,6 +313,14 @@ class BertForPreTraining(nn.Module):
     def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
         """The MLM head on any hidden states, (..., d) -> (..., V); the logit lens applies it to every layer."""
         return self.cls.predictions(hidden, self.bert.embeddings.word_embeddings.weight)
+
+    def _sparse_heads(self, x: torch.Tensor, rows: ReadRows, hidden) -> BertOutput:
+        """The heads on the last layer's read rows x (N', d): the logits `_heads` gives at them."""
+        pooled = self.bert.pooler.pool(x[rows.cls]) if self.bert.pooler is not None else None  # (B, d)
+        mlm_logits = self.mlm_head(x[rows.masked]) if self.has_mlm else None  # (N, V)
+        nsp_logits = self.cls.seq_relationship(pooled) if self.has_nsp else None
+        return BertOutput(mlm_logits=mlm_logits, nsp_logits=nsp_logits, hidden_states=hidden, pooled=pooled,
+                          trace=None)
 
     def _heads(self, x, masked_positions, hidden, trace, heads: bool = True) -> BertOutput:
         pooled = self.bert.pooler(x) if self.bert.pooler is not None else None

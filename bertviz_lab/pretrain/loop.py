@@ -1,12 +1,11 @@
 """The pretraining loop: MLM (+ optional NSP) with AdamW, warmup and decay, yielding metric records.
 
-`Trainer.run()` is a generator: the `train` command (`process.py`, which the app starts in the
-background), `publish.py`, the benchmarks and the tests all drive this one loop and receive the same
-records. The losses are those of `bert/losses.py`; a step's metric sums travel as `StepTotals`,
-held-out ones as `EvalTotals`. With a run folder it also writes checkpoints (see `checkpoints.py`), each
-with a snapshot of the probe set (`snapshots.py`, a record of kind "snapshot"); a NaN or inf loss (or
-one far above chance) stops the run as "diverged" without overwriting the last good checkpoint. Under
-`torchrun` it trains with DistributedDataParallel: each rank draws its own batches, rank 0 evaluates and writes.
+`Trainer.run()` is a generator: the `train` command (`process.py`, which the app starts in the background),
+`publish.py`, the benchmarks and the tests all drive this one loop and receive the same records. The losses are those
+of `bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as `EvalTotals`. With a run folder it
+also writes checkpoints (see `checkpoints.py`), each with a snapshot of the probe set (`snapshots.py`, a record of
+kind "snapshot"); a NaN or inf loss (or one far above chance) stops the run as "diverged" without overwriting the last
+good checkpoint. Under `torchrun` it trains with DDP: each rank draws its own batches, rank 0 evaluates and writes.
 """
 
 from __future__ import annotations
@@ -239,10 +238,11 @@ class Trainer(Loop):
         return batch
 
     def losses(self, model, batch: Batch) -> BatchLosses:
-        """Forward one batch with the MLM head only at masked positions (sparse prediction)."""
+        """Forward one batch with the MLM head, and the last layer, only at the rows the losses read."""
         selected = batch.labels != IGNORE_INDEX  # (B, T)
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
-            out = model(batch.input_ids, batch.token_type_ids, batch.attention_mask, masked_positions=selected)
+            out = model(batch.input_ids, batch.token_type_ids, batch.attention_mask, masked_positions=selected,
+                        sparse_last_layer=True)
         targets = batch.labels[selected]  # (N,)
         logits = out.mlm_logits.float()  # (N, V)
         result = BatchLosses(mlm_cross_entropy(logits, targets), logits.detach(), targets)

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 from bertviz_lab.bert.config import ACTIVATIONS
-from bertviz_lab.bert.model import ACT_FNS, BertForPreTraining
+from bertviz_lab.bert.activations import ACT_FNS
+from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.views.attention import AttentionView
 
 STEP, EQUATION, SIZE, NORM = "step", "equation", "size", "‖·‖ (L2 norm)"  # the table's first columns
