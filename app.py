@@ -46,8 +46,7 @@ with my_turn():  # at most two sessions compute at once; the others wait in line
         with routing():  # a page that ends early (router.end_page) ends only itself
             page.run()
     finally:  # the link and the share box hold what the page drew
-        query = links.publish(page.url_path, notes, projector.on(), links.model_value())
-        left_out = links.too_long(page.url_path)
+        query, left_out = links.publish(page.url_path, notes, projector.on())
         if projector.on():
             bar = toolbar.container(horizontal=True, horizontal_alignment="right")
             box = bar.popover("Share this view", icon=":material/qr_code_2:")

@@ -396,3 +396,13 @@ def test_the_handout_holds_the_latest_run_of_every_page_visited(tmp_path, downlo
     assert not any("softmax_L0_H0_q9" in n for n in attention)  # the first run's chart is gone
     assert 'class="restore" href="http://localhost:8501/worked"' in index and "without images" in index
     assert 'class="restore" href="http://localhost:8501/"' in index  # Attention: the app's default page
+
+
+def test_the_live_training_chart_draws_ln_v_in_its_one_layout_as_with_level_does():
+    """training_loss builds its axes and ln V into the layout it starts with (every live frame pays once)."""
+    fig = fle.training_loss(CURVES["run"].train, CURVES["run"].eval, 4.6, 60)
+    drawn = fle.with_level(ftr.loss_curves(CURVES), 4.6, "ln V = 4.60 (a uniform guess)")
+    for part in ("shapes", "annotations"):
+        assert [s.to_plotly_json() for s in fig.layout[part]] == [s.to_plotly_json() for s in drawn.layout[part]]
+    assert list(fig.layout.xaxis.range) == [0, 60] and list(fig.layout.yaxis.range) == pytest.approx([0, 5.29])
+    assert fig.layout.margin.t == drawn.layout.margin.t == 60  # loss_curves' room for the title and the legend

@@ -172,6 +172,14 @@ def test_a_note_quotes_values_as_code_and_never_as_markdown():
     assert "javascript" in note and "\n" not in note and note.count("`") == 2
 
 
+def test_a_model_error_that_repeats_the_link_is_never_read_as_markdown():
+    at = open_link("attention", {"model": "/tmp/**bold** [x](https://evil.example)/# h"})
+    (note,) = notes(at)
+    why = note.split("could not be opened", 1)[1]  # the load error, which repeats the typed folder
+    assert r"\*\*bold\*\*" in why and r"\[x\]\(https" in why and r"\# h" in why
+    assert "**" not in why.replace(r"\*", "") and "](" not in why
+
+
 def test_typed_html_is_shown_as_typed_text():
     at = open_link("attention", {"a": "<img src=x onerror=alert(1)> the cat ."})
     assert notes(at) == []

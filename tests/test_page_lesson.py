@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.pretrain.loop import Trainer
+from bertviz_lab.ui import lesson as ui
 from bertviz_lab.ui import links
 from bertviz_lab.views import lesson as vl
 from bertviz_lab.views import lesson_runs as runs
@@ -214,3 +215,15 @@ def test_the_training_chart_grows_live_but_the_handout_keeps_only_the_finished_c
     assert [name for name, _ in view.charts.values()] == ["lesson_training"]  # no frame of the live chart
     (held_out,) = [t for t in view.charts[next(iter(view.charts))][1].data if t.name == "held-out"]
     assert len(held_out.x) == 7  # steps 0, 10, ..., 60: the whole run
+
+
+def test_the_probes_are_trained_once_for_every_session(monkeypatch):
+    calls, real = [], runs.compare_probes
+    monkeypatch.setattr(runs, "compare_probes", lambda *args, **kw: calls.append(args[2]) or real(*args, **kw))
+    ui._probes.clear()
+    verdicts = []
+    for _ in range(2):  # two sessions, one after the other
+        at = go(page(), 9)
+        verdicts.append(answer(at, 9, runs.PRETRAINED))
+        assert [p.value for p in at.progress] == [90]  # the stepper's bar; the probes' bar is gone
+    assert calls == ["acceptability"] and verdicts[0] == verdicts[1]

@@ -11,7 +11,7 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-from bertviz_lab.figures import house, house_layout
+from bertviz_lab.figures import house
 from bertviz_lab.figures.training import Curves, loss_curves
 
 ANSWER_COLOR, OTHER_COLOR = "#1f5fa8", "#c6dbef"  # the model's answer; the other options
@@ -57,14 +57,23 @@ def answer_bars(labels: list[str], values: list[float], answer: str, guess: str 
 
 def training_loss(train: pd.DataFrame, held_out: pd.DataFrame, chance: float, steps: int) -> go.Figure:
     """A run's MLM loss (train faint, held-out bold) on fixed axes, 0 to `steps` and 0 to above ln V, so a
-    live chart grows without its axes jumping; ln V (`chance`) drawn across."""
-    fig = loss_curves({"tiny BERT": Curves(train, held_out)})
-    fig.update_layout(xaxis_range=[0, steps], yaxis_range=[0, chance * 1.15])
-    return with_level(fig, chance, f"ln V = {chance:.2f} (a uniform guess)")
+    live chart grows without its axes jumping; ln V (`chance`) drawn across. Axes and line go into the one
+    layout the figure is built with (a live chart redraws it every few steps)."""
+    return loss_curves({"tiny BERT": Curves(train, held_out)}, x_range=[0, steps], y_range=[0, chance * 1.15],
+                       extra=_level_line(chance, f"ln V = {chance:.2f} (a uniform guess)"))
+
+
+def _level_line(level: float, name: str) -> dict:
+    """Layout (shapes, annotations) for a dashed horizontal line at `level` across the plot, named at its right
+    end: what `with_level` draws, for a figure built in one go."""
+    return dict(shapes=[dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=level, y1=level,
+                             line=dict(color=LEVEL_COLOR, dash="dash", width=2))],
+                annotations=[dict(xref="x domain", x=1, xanchor="right", yref="y", y=level, yanchor="bottom",
+                                  showarrow=False, text=html.escape(name), font=dict(color=LEVEL_COLOR, size=13))])
 
 
 def with_level(fig: go.Figure, level: float, name: str) -> go.Figure:
     """`fig` with a dashed horizontal line at `level`, named at its right end (e.g. ln V on a loss chart)."""
-    fig.add_hline(y=level, line=dict(color=LEVEL_COLOR, dash="dash", width=2), annotation_text=html.escape(name),
-                  annotation_position="top right", annotation_font=dict(color=LEVEL_COLOR, size=13))
-    return house_layout(fig, fig.layout.title.text, fig.layout.height)
+    return fig.add_hline(y=level, line=dict(color=LEVEL_COLOR, dash="dash", width=2),
+                         annotation_text=html.escape(name), annotation_position="top right",
+                         annotation_font=dict(color=LEVEL_COLOR, size=13))

@@ -56,8 +56,10 @@ def _trace(df: pd.DataFrame, column: str, *, name: str, color: str, style: str, 
 
 
 def _chart(curves: dict[str, Curves], series: list[tuple[str, str, str]], title: str, y_title: str, *,
-           fmt: str = ".4f", y_range: list | None = None, log_y: bool = False) -> go.Figure:
-    """series: (table "train"/"eval", column, label) drawn for every run that has that column."""
+           fmt: str = ".4f", y_range: list | None = None, log_y: bool = False, x_range: list | None = None,
+           extra: dict | None = None) -> go.Figure:
+    """series: (table "train"/"eval", column, label) drawn for every run that has that column; `extra`: more
+    layout (shapes, annotations), given here so the figure's layout is built and validated once."""
     traces = []
     for (run, data), color in zip(curves.items(), RUN_COLORS * 8):
         for table, column, label in series:
@@ -67,18 +69,20 @@ def _chart(curves: dict[str, Curves], series: list[tuple[str, str, str]], title:
                 traces.append(_trace(df, column, name=name, color=color, style=label, group=run, fmt=fmt))
     layout = dict(
         showlegend=True, legend=LEGEND, hovermode="x unified" if len(curves) == 1 else "closest",
-        xaxis=dict(title=dict(text="step"), rangemode="tozero"),
+        xaxis=dict(title=dict(text="step"), rangemode="tozero", **({"range": x_range} if x_range else {})),
         yaxis=dict(title=dict(text=y_title), type="log" if log_y else "linear",
                    **({"range": y_range} if y_range else {})),
-        margin=dict(l=10, r=10, t=60, b=10))
+        margin=dict(l=10, r=10, t=60, b=10), **(extra or {}))
     return go.Figure(data=traces, layout=house(layout, title, HEIGHT))
 
 
-def loss_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True) -> go.Figure:
-    """MLM (or NSP) cross-entropy, train (unless `train` is False) and held-out, in nats: lower is better."""
+def loss_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True, *, x_range: list | None = None,
+                y_range: list | None = None, extra: dict | None = None) -> go.Figure:
+    """MLM (or NSP) cross-entropy, train (unless `train` is False) and held-out, in nats: lower is better.
+    `x_range`, `y_range` fix the axes (a live chart that grows); `extra` adds layout, e.g. a reference line."""
     column, what = ("mlm_loss", "MLM loss") if task == "mlm" else ("nsp_loss", "NSP loss")
     series = [("train", column, "train")] * train + [("eval", column, "held-out")]
-    return _chart(curves, series, what, "loss (nats)")
+    return _chart(curves, series, what, "loss (nats)", x_range=x_range, y_range=y_range, extra=extra)
 
 
 def accuracy_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True) -> go.Figure:

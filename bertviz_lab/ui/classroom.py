@@ -80,6 +80,13 @@ class VisitorPathError(LabError):
         super().__init__(REFUSAL)
 
 
+def labelled_folder(text: str, roots: dict[str, Path]) -> Path | None:
+    """The folder a path that starts with a root's label names ("runs/my-run" -> that root's my-run, "runs" -> the
+    root itself), not yet resolved; None for any other path, an absolute one included."""
+    parts = Path(text).parts
+    return Path(roots[parts[0]]).joinpath(*parts[1:]) if parts and parts[0] in roots else None
+
+
 def visitor_folder(text: str, roots: dict[str, Path]) -> Path:
     """The folder a visitor typed, resolved (symlinks and '..' followed), if it lies under one of
     `roots` (label -> folder, e.g. {"checkpoints": ..., "runs": ...}); raises VisitorPathError otherwise.
@@ -91,8 +98,7 @@ def visitor_folder(text: str, roots: dict[str, Path]) -> Path:
         raise VisitorPathError
     path = Path(text.strip())
     if not path.is_absolute():
-        parts = path.parts
-        path = Path(roots[parts[0]]).joinpath(*parts[1:]) if parts and parts[0] in roots else ROOT / path
+        path = labelled_folder(text.strip(), roots) or ROOT / path
     try:
         resolved = path.resolve()
         allowed = [Path(root).resolve() for root in roots.values()]

@@ -11,8 +11,10 @@ earlier answer keeps counting in the score until the new one replaces it.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import pandas as pd
 import streamlit as st
@@ -22,6 +24,7 @@ from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.lesson import training_loss
 from bertviz_lab.ui import state
+from bertviz_lab.ui.representations import model_key
 from bertviz_lab.ui.state import Lesson as K
 from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import inputs, predict
@@ -108,6 +111,19 @@ def basis(ckpt: Checkpoint, *values) -> tuple:
     return (str(ckpt.path), *values)
 
 
+# --- The model's numbers, cached ---------------------------------------------------------------------
+@st.cache_data(max_entries=128, show_spinner="Running the model…")  # the spinner shows only past 0.5 s
+def _computed(key: tuple, name: str, args: tuple, _view: Callable, _ckpt: Checkpoint):
+    return _view(_ckpt.model, _ckpt.tokenizer, *args)
+
+
+def computed(ckpt: Checkpoint, view: Callable, *args):
+    """`view(model, tokenizer, *args)` (a views/lesson.py function) for the active model, cached per model,
+    device and inputs and shared by every session: a redraw (a guess picked, Reveal) runs no forward pass
+    again. Bad input raises its InputError as before (an exception is not cached)."""
+    return _computed(model_key(ckpt), f"{view.__module__}.{view.__qualname__}", args, view, ckpt)
+
+
 # --- Predict, then reveal ----------------------------------------------------------------------------
 def guess_widget(question: vl.Question, key: state.Key):
     label = "Your class's guess"
@@ -123,9 +139,10 @@ def guess_widget(question: vl.Question, key: state.Key):
     return st.radio(label, question.options, index=None, key=key.name, format_func=plain)
 
 
-def ask(step: int, question: vl.Question, about: tuple, solve: Callable[[], vl.Quiz]) -> vl.Answered | None:
-    """The question and the class's guess; Reveal runs `solve` (the model's answer, computed now) and stores
-    it. Returns the answered step once it is revealed for these inputs (`about`), else None."""
+def ask(question: vl.Question, about: tuple, solve: Callable[[], vl.Quiz]) -> vl.Answered | None:
+    """The current step's question and the class's guess; Reveal runs `solve` (the model's answer, computed
+    now) and stores it. Returns the answered step once it is revealed for these inputs (`about`), else None."""
+    step = state.get(K.STEP)
     st.markdown(f"**Predict, then reveal:** {plain(question.prompt)}")
     answered = state.get(K.ANSWERS).get(step)
     if answered is not None and answered.basis == about:
@@ -181,19 +198,46 @@ def train_live(seed: int) -> tuple[int, list[dict], list[dict]]:
     return run
 
 
+def training_run() -> tuple[int, list[dict], list[dict]]:
+    """The session's run (kept from before a Start over: it was trained in this session), else a new one."""
+    return state.get(K.TRAINING) or train_live(0)
+
+
 def training_chart(train: list[dict], held_out: list[dict]):
     """The run's MLM loss, train and held-out, with ln V (a uniform guess) drawn across."""
     return training_loss(pd.DataFrame(train), pd.DataFrame(held_out), math.log(runs.tiny_vocab_size()),
                          runs.TINY["steps"])
 
 
-def probe_live(ckpt: Checkpoint, task: str) -> runs.ProbeResult:
-    """The two linear probes with a progress bar; stored in K.PROBE with the model and task."""
-    bar = st.progress(0.0, text="Fine-tuning: reading the task…")
-    result = runs.compare_probes(ckpt.model, ckpt.tokenizer, task, lambda share, text: bar.progress(share, text))
-    bar.empty()
-    state.put(K.PROBE, (basis(ckpt, task), result))
-    return result
+@dataclass
+class _Probes:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    result: runs.ProbeResult | None = None
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _probes(key: tuple, task: str) -> _Probes:
+    return _Probes()
+
+
+def probes(ckpt: Checkpoint, task: str) -> runs.ProbeResult:
+    """The two linear probes (fixed seeds: one result per model and task), computed once for every session:
+    the session that computes them sees a progress bar, one that comes meanwhile a spinner, then the result."""
+    slot = _probes(model_key(ckpt), task)
+    if slot.result is not None:
+        return slot.result
+    if not slot.lock.acquire(blocking=False):  # another session is computing them
+        with st.spinner("Another session is training the same probes…", show_time=True):
+            slot.lock.acquire()
+    try:
+        if slot.result is None:
+            bar = st.progress(0.0, text="Fine-tuning: reading the task…")
+            slot.result = runs.compare_probes(ckpt.model, ckpt.tokenizer, task,
+                                              lambda share, text: bar.progress(share, text))
+            bar.empty()
+    finally:
+        slot.lock.release()
+    return slot.result
 
 
 def wide(table: pd.DataFrame) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from bertviz_lab.figures.losses import topk_grid
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.figures.representations import sense_lines
 from bertviz_lab.finetune import tasks
+from bertviz_lab.ui import attention as ua
 from bertviz_lab.ui import lesson as ui
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Lesson as K
@@ -37,7 +38,7 @@ def tokens(ckpt: Checkpoint) -> None:
     text = ui.sentence(K.MASKED, MASKED_LABEL)
     encoding = ui.encode(ckpt, text)
     quiz = vl.tokens(encoding)
-    if ui.ask(1, quiz.question, ui.basis(ckpt, text), lambda: quiz):
+    if ui.ask(quiz.question, ui.basis(ckpt, text), lambda: quiz):
         st.dataframe(ui.wide(vl.token_rows(encoding)))
 
 
@@ -51,8 +52,8 @@ def embeddings(ckpt: Checkpoint) -> None:
     config = ckpt.config
     st.caption(f"This model's embedding matrix: {config.vocab_size:,} rows (one per token) of "
                f"{config.embedding_width} numbers.")
-    quiz, options, nearest = vl.embeddings(ckpt.model, ckpt.tokenizer, word)
-    if answered := ui.ask(2, quiz.question, ui.basis(ckpt, text, word), lambda: quiz):
+    quiz, options, nearest = ui.computed(ckpt, vl.embeddings, word)
+    if answered := ui.ask(quiz.question, ui.basis(ckpt, text, word), lambda: quiz):
         chart(answer_bars(options["token"].tolist(), options["cosine"].tolist(), quiz.answer, answered.guess,
                           f"Cosine with “{vl.shown(word)}” (its nearest row, then rows far down the ranking)",
                           x_title="cosine similarity"), "lesson_embeddings")
@@ -60,16 +61,22 @@ def embeddings(ckpt: Checkpoint) -> None:
         st.dataframe(nearest, column_config=numbers(nearest), hide_index=True)
 
 
+def attention_view(ckpt: Checkpoint, text: str) -> av.AttentionView:
+    """The traced forward on the attention sentence, every head on: the Attention page's, cached and shared."""
+    encoding = ui.encode(ckpt, text)
+    return ua.explore(ua.Forward.of(ckpt, encoding, ()), ckpt, encoding)
+
+
 def heads(ckpt: Checkpoint) -> None:
     text = ui.sentence(K.ATTENTION, ATTENTION_LABEL)
-    view = av.explore(ckpt.model, ui.encode(ckpt, text))
+    view = attention_view(ckpt, text)
     grid = av.grid(view)
     st.caption("Each square is one head, L = layer, H = head. In a square, row = the token looking (query), "
                "column = the token looked at (key); darker = more weight. Every row sums to 1.")
     chart(attention_grid(grid.weights, grid.col_axis, grid.row_axis, view.heads_on,
                          f"All {view.num_layers * view.num_heads} heads on this sentence"), "lesson_heads")
     quiz, table = vl.previous_token(view)
-    if answered := ui.ask(3, quiz.question, ui.basis(ckpt, text), lambda: quiz):
+    if answered := ui.ask(quiz.question, ui.basis(ckpt, text), lambda: quiz):
         top = table.head(12)
         shown = "" if len(top) == len(table) else f" (the {len(top)} of {len(table)} heads that do it most)"
         chart(answer_bars(top["head"].tolist(), top["score"].tolist(), quiz.answer, answered.guess,
@@ -79,12 +86,12 @@ def heads(ckpt: Checkpoint) -> None:
 
 def softmax(ckpt: Checkpoint) -> None:
     text = ui.sentence(K.ATTENTION, ATTENTION_LABEL)
-    view = av.explore(ckpt.model, ui.encode(ckpt, text))
+    view = attention_view(ckpt, text)
     if state.get(K.HEAD_FOR) != str(ckpt.path):  # a new model: start from its own pronoun head
         state.forget(K.HEAD)
         state.put(K.HEAD_FOR, str(ckpt.path))
     names = av.head_names(view.num_layers, view.num_heads)
-    name = ui.choice(K.HEAD, "Head", names, lambda: vl.pronoun_head(ckpt.model, ckpt.tokenizer),
+    name = ui.choice(K.HEAD, "Head", names, lambda: ui.computed(ckpt, vl.pronoun_head),
                      help="It starts on the head that, on the lab's probe sentences, links pronouns to the "
                           "nouns they stand for most.")
     layer, head = (int(part[1:]) for part in name.split())
@@ -92,7 +99,7 @@ def softmax(ckpt: Checkpoint) -> None:
     st.markdown(f"The query: **{plain(view.tokens[query])}** (position {query}); "
                 f"{av.sqrt_head_dim(view.head_dim)}.")
     quiz, steps = vl.strongest_key(view, layer, head, query)
-    if ui.ask(4, quiz.question, ui.basis(ckpt, text, name), lambda: quiz):
+    if ui.ask(quiz.question, ui.basis(ckpt, text, name), lambda: quiz):
         chart(softmax_bars(av.weights_by_key(view, steps), f"Weights from “{view.tokens[query]}” in {name}"),
               "lesson_softmax")
         st.dataframe(steps, column_config=numbers(steps, "%.4f"))
@@ -100,9 +107,8 @@ def softmax(ckpt: Checkpoint) -> None:
 
 def mask(ckpt: Checkpoint) -> None:
     text = ui.sentence(K.MASKED, MASKED_LABEL)
-    encoding = ui.encode(ckpt, text)
-    quiz, guessed = vl.mask_guess(ckpt.model, ckpt.tokenizer, encoding)
-    if ui.ask(5, quiz.question, ui.basis(ckpt, text), lambda: quiz):
+    quiz, guessed = ui.computed(ckpt, vl.mask_guess, ui.encode(ckpt, text))
+    if ui.ask(quiz.question, ui.basis(ckpt, text), lambda: quiz):
         chart(prediction_bars(predict.candidate_rows(guessed), f"BERT's top {len(guessed.candidates)} at "
                                                              f"[MASK]"), "lesson_mask")
 
@@ -110,8 +116,8 @@ def mask(ckpt: Checkpoint) -> None:
 def loss(ckpt: Checkpoint) -> None:
     text = ui.sentence(K.MASKED, MASKED_LABEL)
     true_word = ui.sentence(K.TRUE_WORD, "The word that was really there")
-    quiz, m = vl.mask_loss(ckpt.model, ckpt.tokenizer, text, true_word)
-    if ui.ask(6, quiz.question, ui.basis(ckpt, text, true_word), lambda: quiz):
+    quiz, m = ui.computed(ckpt, vl.mask_loss, text, true_word)
+    if ui.ask(quiz.question, ui.basis(ckpt, text, true_word), lambda: quiz):
         cells = st.columns(3)
         cells[0].metric(f"p(“{m.true_token}”)", f"{m.p_true:.4f}", help=f"Rank {m.rank} among all tokens.")
         cells[1].metric("Loss = −log p", f"{m.neg_log_p:.3f}")
@@ -124,8 +130,8 @@ def next_sentence(ckpt: Checkpoint) -> None:
     text_b = ui.sentence(K.NSP_B, "Sentence B: the one that really comes next")
     st.caption("BERT also reads A with a sentence from another story of the lab's corpus; which pair looks "
                "like a real continuation to it?")
-    quiz, table = vl.next_sentence(ckpt.model, ckpt.tokenizer, text_a, text_b)
-    if answered := ui.ask(7, quiz.question, ui.basis(ckpt, text_a, text_b), lambda: quiz):
+    quiz, table = ui.computed(ckpt, vl.next_sentence, text_a, text_b)
+    if answered := ui.ask(quiz.question, ui.basis(ckpt, text_a, text_b), lambda: quiz):
         chart(answer_bars(table["sentence B"].tolist(), table["P(IsNext)"].tolist(), quiz.answer, answered.guess,
                           "P(IsNext) for each sentence B", x_title="P(IsNext)", reference=(0.5, "0.5")),
               "lesson_nsp")
@@ -139,12 +145,8 @@ def training(ckpt: Checkpoint) -> None:
                f"{t['batch_size']} sequences of up to {t['seq_len']} tokens. Seconds on a laptop's CPU.")
     question, _ = runs.start_question(vocab)
 
-    def solve() -> vl.Quiz:  # a run kept from before (Start over) is reused: it was trained in this session
-        return runs.start_loss(vocab, (state.get(K.TRAINING) or ui.train_live(0))[2])
-
-    if ui.ask(8, question, ("tiny BERT", vocab), solve):
-        run = state.get(K.TRAINING) or ui.train_live(0)
-        seed, train, held_out = run
+    if ui.ask(question, ("tiny BERT", vocab), lambda: runs.start_loss(vocab, ui.training_run()[2])):
+        seed, train, held_out = ui.training_run()
         chart(ui.training_chart(train, held_out), "lesson_training")
         first, last = held_out[0]["mlm_loss"], held_out[-1]["mlm_loss"]
         st.caption(f"Seed {seed}: held-out loss {first:.3f} at step 0, {last:.3f} after {held_out[-1]['step']} "
@@ -159,13 +161,8 @@ def fine_tuning(ckpt: Checkpoint) -> None:
     task = ui.choice(K.TASK, "Task", list(runs.PROBE_TASKS), runs.PROBE_TASKS[0],
                      format_func=lambda name: f"{name}: {tasks.BUILTIN[name][3]}")
     about = ui.basis(ckpt, task)
-
-    def probes() -> runs.ProbeResult:  # kept from this reveal, or computed again
-        held = state.get(K.PROBE)
-        return held[1] if held and held[0] == about else ui.probe_live(ckpt, task)
-
-    if answered := ui.ask(9, runs.probe_question(), about, lambda: runs.probe_quiz(probes())):
-        result = probes()
+    if answered := ui.ask(runs.probe_question(), about, lambda: runs.probe_quiz(ui.probes(ckpt, task))):
+        result = ui.probes(ckpt, task)
         labels = list(result.accuracy)
         chart(answer_bars(labels, list(result.accuracy.values()), answered.quiz.answer, answered.guess,
                           f"Dev accuracy of a linear probe, {result.task}", value_format=".1%",
@@ -181,8 +178,8 @@ def contextual(ckpt: Checkpoint) -> None:
     word = ui.sentence(K.SENSE_WORD, "Word")
     first = ui.sentence(K.SENSE_A, "Sentence 1")
     second = ui.sentence(K.SENSE_B, "Sentence 2 (the word in another sense)")
-    quiz, table = vl.contextual(ckpt.model, ckpt.tokenizer, word, [first, second])
-    if ui.ask(10, quiz.question, ui.basis(ckpt, word, first, second), lambda: quiz):
+    quiz, table = ui.computed(ckpt, vl.contextual, word, [first, second])
+    if ui.ask(quiz.question, ui.basis(ckpt, word, first, second), lambda: quiz):
         low = min(0.0, float(table["cosine"].min()) - 0.05)
         chart(sense_lines(table, ["cosine"], f"Cosine of the two “{word.strip()}” vectors, layer by layer",
                           y_title="cosine", y_range=[low, 1.02]), "lesson_contextual")

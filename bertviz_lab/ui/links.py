@@ -17,16 +17,16 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from bertviz_lab.bert import hub
-from bertviz_lab.ui import models, state
+from bertviz_lab.ui import classroom, models, state
 from bertviz_lab.ui.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
                                   Sentences, TimeLapse)
+from bertviz_lab.ui.widgets import plain
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import losses as lv
 
@@ -165,7 +165,7 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
                Param("sense_word", Lesson.SENSE_WORD, text(100)), Param("sense_a", Lesson.SENSE_A, text()),
                Param("sense_b", Lesson.SENSE_B, text())),
 }
-RESTORED, RESTORED_VALUES, NOTES = Classroom.RESTORED, Classroom.RESTORED_VALUES, Classroom.NOTES
+RESTORED, NOTES = Classroom.RESTORED, Classroom.NOTES
 
 
 # --- Reading a link ---------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def restore(page: str) -> None:
     notes, restored = [], {}
     unknown = [n for n in names if n not in GLOBAL and n not in {p.name for p in params}]
     if len(names) > MAX_PARAMS:
-        state.put(NOTES, (page, None, [f"the link has {len(names):,} parameters; it was not read"]))
+        state.put(NOTES, (page, None, [f"the link has {len(names):,} parameters; it was not read"], {}))
         return
     for param in params:
         values = _wanted(param)
@@ -212,8 +212,7 @@ def restore(page: str) -> None:
     if unknown:
         notes.append(f"this page has no {'setting' if len(unknown) == 1 else 'settings'} called "
                      + ", ".join(map(_shown, unknown[:MAX_NOTED])) + (" …" if len(unknown) > MAX_NOTED else ""))
-    state.put(RESTORED_VALUES, (page, restored))
-    state.put(NOTES, (page, None, notes))
+    state.put(NOTES, (page, None, notes, restored))
 
 
 def _restore_model() -> list[str]:
@@ -226,9 +225,8 @@ def _restore_model() -> list[str]:
         target = text(300)(wanted).strip()
     except ValueError as why:
         return [f"model={_shown(wanted)} {why}"]
-    head, _, rest = target.partition("/")
-    if head in (roots := models.visitor_roots()) and rest:
-        target = str(Path(roots[head]) / rest)  # "checkpoints/x", "runs/x/checkpoint": the lab's folders
+    if (folder := classroom.labelled_folder(target, models.visitor_roots())) is not None:
+        target = str(folder)  # "checkpoints/x", "runs/x/checkpoint": the lab's folders
     elif models.is_hub(target) and hub.cached_folder(target) is None:
         return [f"model={_shown(wanted)} is a Hub model this lab has not downloaded (open it from the sidebar "
                 "once; a link never starts a download)"]
@@ -236,7 +234,7 @@ def _restore_model() -> list[str]:
         return []
     why = state.get(Model.ERROR) or "it did not load"
     state.forget(Model.ERROR)  # the note says it: the sidebar shows no stale error
-    return [f"model={_shown(wanted)} could not be opened ({why.rstrip('.')})"]
+    return [f"model={_shown(wanted)} could not be opened ({plain(why.rstrip('.'))})"]  # why repeats the typed text
 
 
 def model_value() -> str | None:
@@ -255,35 +253,34 @@ def model_value() -> str | None:
 
 
 # --- Writing the link ------------------------------------------------------------------------------
-def query(page: str, projector: bool = False, model: str | None = None) -> dict[str, str | list[str]]:
-    """The URL parameters for the view on screen now."""
+def query(page: str, projector: bool = False, model: str | None = None) -> tuple[dict[str, str | list[str]], list[str]]:
+    """The URL parameters for the view on screen now, and the names of those left out because their text
+    is longer than MAX_TEXT."""
     found: dict[str, str | list[str]] = {}
+    too_long = []
     if projector:
         found["projector"] = "1"
     if model:
         found["model"] = model
     for param in PAGES.get(page, ()):
         value = param.url_value()
-        if value is None or (isinstance(value, str) and len(value) > MAX_TEXT):
-            continue  # a sentence too long for a link: the share box says so
-        found[param.name] = value
-    return found
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            too_long.append(param.name)  # a sentence too long for a link: the share box says so
+        elif value is not None:
+            found[param.name] = value
+    return found, too_long
 
 
-def too_long(page: str) -> list[str]:
-    """The parameters left out of the link because their text is longer than MAX_TEXT."""
-    return [p.name for p in PAGES.get(page, ()) if isinstance(v := p.url_value(), str) and len(v) > MAX_TEXT]
-
-
-def publish(page: str, where, projector: bool = False, model: str | None = None) -> dict:
-    """Write the view into the URL (only when it changed) and draw this page's link notes into `where`."""
-    wanted = query(page, projector, model)
+def publish(page: str, where, projector: bool = False) -> tuple[dict, list[str]]:
+    """Write the view into the URL (only when it changed) and draw this page's link notes into `where`.
+    Returns the URL's parameters and the names left out of it (too long for a link)."""
+    wanted, too_long = query(page, projector, model_value())
     current = {name: (st.query_params.get_all(name) if isinstance(wanted.get(name), list) else st.query_params[name])
                for name in st.query_params.keys()}
     if current != wanted:
         st.query_params.from_dict(wanted)
     _notes(page, wanted, where)
-    return wanted
+    return wanted, too_long
 
 
 def _notes(page: str, wanted: dict, where) -> None:
@@ -291,17 +288,15 @@ def _notes(page: str, wanted: dict, where) -> None:
     held = state.get(NOTES)
     if not held or held[0] != page:
         return
-    _, about, notes = held
+    _, about, notes, restored = held
     if about is None:  # the run that read the link: the values the page itself then refused join the note
-        page_of, restored = state.get(RESTORED_VALUES) or (page, {})
-        state.forget(RESTORED_VALUES)
         for param in PAGES.get(page, ()):
-            if param.name in restored and page_of == page and state.get(param.key) != restored[param.name]:
+            if param.name in restored and state.get(param.key) != restored[param.name]:
                 now = state.get(param.key)
                 notes.append(f"{param.name}={_shown(str(restored[param.name]))} is not offered here"
                              + ("" if now is None else f" (showing {_shown(str(now))})"))
         about = wanted
-        state.put(NOTES, (page, about, notes))
+        state.put(NOTES, (page, about, notes, {}))
     if notes and about == wanted:
         where.info("This link asked for something this view cannot show, so the defaults are used instead: "
                    + "; ".join(notes) + ".", icon=":material/link_off:")

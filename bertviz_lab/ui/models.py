@@ -94,9 +94,7 @@ def is_hub(text: str) -> bool:
         return False
     path = Path(text)
     if not classroom.is_owner():
-        head, *rest = path.parts
-        roots = visitor_roots()
-        path = Path(roots[head]).joinpath(*rest) if head in roots else classroom.ROOT / path
+        path = classroom.labelled_folder(text, visitor_roots()) or classroom.ROOT / path
     return not os.path.lexists(path)
 
 

@@ -14,8 +14,9 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 from bertviz_lab.ui import classroom
+from bertviz_lab.ui.links import MAX_TEXT
 
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # as urlsplit().hostname gives them: IPv6 without brackets
 
 
 def link(page: str, query: dict) -> str | None:
@@ -65,6 +66,6 @@ def share_box(where, page: str, query: dict, left_out: list[str]) -> str | None:
     else:
         where.image(svg, width="stretch")
     if left_out:
-        where.caption(f"Left out of the link, being longer than 1,000 characters: {', '.join(left_out)}. "
+        where.caption(f"Left out of the link, being longer than {MAX_TEXT:,} characters: {', '.join(left_out)}. "
                       "The link opens with the page's default there.")
     return url

@@ -130,8 +130,8 @@ class Classroom:
     PROJECTOR = Key("view.projector", False)  # the switch; also ?projector=1
     PROJECTOR_READ = Key("view.projector_read")  # the session has read ?projector= from its first URL
     RESTORED = Key("links.restored", frozenset())  # the pages whose link this session has read
-    RESTORED_VALUES = Key("links.restored_values")  # (page, what its link set) until the page's notes read it
-    NOTES = Key("links.notes")  # (page, the query the notes are about, the notes)
+    # (page, the query the notes are about (None until the page's first publish), the notes, what its link set)
+    NOTES = Key("links.notes")
     HANDOUT = Key("handout.views")  # page script hash -> handout.View, the most recently closed last
 
 
@@ -328,5 +328,4 @@ class Lesson:
     ANSWERS = Key("lesson.answers", {})  # step -> views.lesson.Answered; replaced whole, never changed in place
     TRAINING = Key("lesson.training")  # the short training run: (seed, train records, held-out records)
     RETRAIN = Key("lesson.retrain")
-    PROBE = Key("lesson.probe")  # (what it was computed for, the linear probes' result)
     INPUTS = (MASKED, TRUE_WORD, WORD, ATTENTION, HEAD, NSP_A, NSP_B, TASK, SENSE_WORD, SENSE_A, SENSE_B, *GUESSES)

@@ -60,19 +60,16 @@ def chart(fig, filename: str, where=st, key: str | None = None, theme: str | Non
     where.plotly_chart(projector.enlarge(fig), theme=theme, key=key, config=export_config(filename))
     if frame:
         return
-    export_menu(fig, filename, where, key or filename)  # exports and the handout keep the figure's own size
+    with where.container():  # exports and the handout keep the figure's own size
+        _export_menu(fig, filename, f"export.{key or filename}")
     handout.record_chart(fig, filename, key or filename)
 
 
-def export_menu(fig, filename: str, where=st, key: str | None = None) -> None:
+@st.fragment
+def _export_menu(fig, filename: str, key: str) -> None:
     """A small "Export" popover under a chart: PNG and SVG (drawn by a browser: figures/export.py) and the CSV of
     its numbers, each made when clicked. Its buttons exist only while it is open, and opening it reruns only
     its own fragment, so a page redraw pays for one closed popover a chart."""
-    with where.container():
-        st.fragment(_export_menu)(fig, filename, f"export.{key or filename}")
-
-
-def _export_menu(fig, filename: str, key: str) -> None:
     row = st.container(horizontal=True, horizontal_alignment="right")
     menu = row.popover("Export", icon=":material/download:", type="tertiary", key=key, on_change="rerun",
                        help="This chart as an image (PNG, SVG) or its numbers (CSV)")
