@@ -21,7 +21,6 @@ import argparse
 import statistics
 import time
 
-import torch
 
 from bench.common import hf_adamw, hf_train_step, hf_twin, median_ratio, pin_threads
 from bertviz_lab.pretrain.config import TrainConfig

@@ -31,7 +31,7 @@ PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("rep
          ("timelapse", "timelapse"), ("losses", "losses"), ("worked", "worked")]
 # Pages that show runs, from the runs folder ($BERTVIZ_RUNS or runs/): (file name, page path, the run kind);
 # skipped when that folder has no finished run of that kind (start one on the page first).
-RUN_PAGES = [("finetune", "finetune", "finetune")]
+RUN_PAGES = [("pretrain", "pretrain", "pretrain"), ("finetune", "finetune", "finetune")]
 # Close-ups of one section of a page: (file name, page path, the section's subheader). The section
 # runs from its subheader to the last chart on the page, so it must be the page's last section.
 SECTIONS = [("attention_layer", "attention", "After attention: the rest of the layer for this query")]

@@ -22,7 +22,7 @@ st.caption("Every number below is what the model computed for your text in one f
 ckpt = active_model()
 family_note(ckpt)
 L, H = ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads
-text_a, text_b = sentence_inputs(K.SENTENCES)
+text_a, text_b = sentence_inputs(K.SENTENCES, ckpt.config)
 encoding = encode_or_stop(ckpt, text_a, text_b)
 names = av.head_names(L, H)
 state.keep_valid(K.OFF, names)

@@ -16,9 +16,9 @@ from bertviz_lab.ui.router import end_page, ensure_router
 
 ensure_router()
 st.title("Fine-tune")
-st.caption("Pretraining taught BERT the language; fine-tuning teaches it a task with a few thousand labelled "
-           "examples. One linear layer reads the [CLS] vector (a sentence or a pair) or every word's vector "
-           "(a tag per word), and the whole model, or only that layer, learns.")
+st.caption("Pretraining taught BERT the language of its corpus; fine-tuning teaches it a task with a few thousand "
+           "labelled examples. One linear layer reads the [CLS] vector through the pooler (a sentence or a pair) or "
+           "every word's vector (a tag per word), and the whole model, or only that layer, learns.")
 
 all_runs = runs.list_runs()
 with st.expander("Start a new run", expanded=not all_runs, icon=":material/add:"):

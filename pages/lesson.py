@@ -17,23 +17,27 @@ from bertviz_lab.views.lesson import STEPS as TITLES
 INTRO = (
     # 1. Tokens
     "BERT never reads letters. A tokenizer cuts the text into tokens from a fixed vocabulary (a word it does "
-    "not have is split into pieces, the later ones marked ##), replaces each by its number in that vocabulary, "
-    "its id, and frames the input: [CLS] first, [SEP] after each sentence. [MASK] is a token too: the blank "
-    "BERT will fill.",
+    "not have is split into pieces: BERT marks the later pieces ##, other models mark where a word starts), "
+    "replaces each by its number in that vocabulary, its id, and frames the input with special tokens: BERT puts "
+    "[CLS] first and [SEP] after each sentence, and other models write and place theirs their own way (the line "
+    "below shows the active model's). [MASK] is a token too: the blank BERT will fill.",
     # 2. Embeddings
-    "Each id picks one row of the embedding matrix: a vector of numbers learned in pretraining. BERT adds a "
-    "position embedding (where the token stands) and a segment embedding (sentence A or B) and normalizes the "
-    "sum: that is what layer 1 reads. Words used in similar ways end up with rows pointing in similar "
-    "directions, measured by cosine similarity: 1 for the same direction, 0 for unrelated ones.",
+    "Each id picks one row of the embedding matrix: a vector of numbers learned in pretraining. The model adds a "
+    "vector for the token's position and, in most models, one for its segment (sentence A or B), and normalizes "
+    "the sum; that is what layer 1 reads, after a projection to the layers' width where a model's embeddings "
+    "have another width (the caption below says what the active model does). In a trained model, words used in "
+    "similar ways tend to get rows pointing in similar directions, measured by cosine similarity: from −1 "
+    "(opposite directions) through 0 (perpendicular) to 1 (the same direction).",
     # 3. Attention heads
     "Each layer has several attention heads. In a head every token, as the query, gives each token of the "
     "input, as a key, a weight between 0 and 1; a query's weights add up to 1, and it takes that mix of the "
     "keys' information. Heads learn different jobs in pretraining: nobody tells them which.",
     # 4. The softmax steps
     "How a head gets its weights: the query's vector q meets every key's vector k in a dot product q·k, "
-    "divided by √d_head (the length of these vectors) to keep the scores moderate. The softmax then takes exp "
-    "of each score and divides by the sum of them all, so the largest score gets the largest weight. The "
-    "query's output is the weighted sum of the keys' value vectors.",
+    "divided by √d_head to keep the scores moderate (d_head is the number of dimensions of q and k: the hidden "
+    "size divided by the number of heads). The softmax then takes exp of each score and divides by the sum of "
+    "them all, so the largest score gets the largest weight. The query's output is the weighted sum of the "
+    "keys' value vectors.",
     # 5. The guess at [MASK]
     "After the last layer the MLM head turns the vector at [MASK] into one score (a logit) per token of the "
     "vocabulary, and a softmax turns the scores into probabilities. Unlike a left-to-right model, BERT uses the "
@@ -51,15 +55,19 @@ INTRO = (
     "Now train a BERT yourselves: a tiny one, from random weights, on the lab's corpus of generated stories, "
     "with the loop the Pretrain page uses (15% of the tokens masked, the MLM and NSP losses, the AdamW "
     "optimizer). Before it has learned anything, how wrong is it?",
-    # 9. Fine-tuning
-    "Pretraining is half of BERT's recipe; the other half is fine-tuning on a task with labels. The cheapest "
-    "kind, a linear probe, keeps the encoder frozen and trains one linear layer on its vectors (here each "
-    "input's last-layer vectors, averaged). Does pretraining help, compared with the same network with random "
-    "weights?",
+    # 9. A linear probe
+    "Pretraining is half of BERT's recipe; the other half is fine-tuning: the whole network, every weight, "
+    "trains further on a task with labels. This step does something simpler, a linear probe (the feature-based "
+    "approach): the encoder stays frozen, and one linear layer learns the task from its vectors (here each "
+    "input's last-layer vectors, averaged), so it measures what the vectors already hold. Does pretraining "
+    "help, compared with the same network with random weights?",
     # 10. Contextual vectors
-    "An embedding row gives “bank” one vector, whatever the sentence. BERT's layers mix in the context, so "
-    "the same word leaves each layer with a different vector in each sentence. Compare one word's vectors in "
-    "two sentences, layer by layer (layer 0: the embeddings), by cosine similarity.",
+    "Layer 0 is the embedding layer's output, what layer 1 reads: a token's row plus its position's vector (and "
+    "its segment's, where the model has them), normalized, and projected to the layers' width where the "
+    "embeddings have another. So at layer 0 a word's vector depends only on the token and where it stands, not "
+    "on the words around it. Each layer then mixes in the context. Compare one word in three sentences, two in "
+    "one sense and one in another, by cosine similarity within a layer: each layer has its own geometry, so "
+    "cosines from different layers do not compare.",
 )
 
 st.title("Lesson: how BERT works")

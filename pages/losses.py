@@ -23,7 +23,7 @@ st.caption("One training example of BERT, every number computed live by the acti
            "next-sentence loss.")
 ckpt = active_model()
 family_note(ckpt)
-text_a, text_b = sentence_inputs(K.SENTENCES)
+text_a, text_b = sentence_inputs(K.SENTENCES, ckpt.config)
 encoding = encode_or_stop(ckpt, text_a, text_b)
 cols = st.columns([2, 2, 2, 2, 2, 2], vertical_alignment="bottom")
 state.init(K.SEED)  # set here, not by value=, so Re-roll can change it
@@ -34,9 +34,10 @@ shares = [col.number_input(label, value=key.default, step=0.05, format="%.2f", k
           for col, label, key in zip(cols[3:], SHARE_LABELS, K.SHARES)]
 source = st.radio("Random tokens come from", list(lesson.RANDOM_TOKENS), format_func=lesson.RANDOM_TOKENS.get,
                   key=K.RANDOM_TOKENS.name, horizontal=True)
+pad, unk, cls, sep, mask = lesson.special_names(ckpt.tokenizer)
 st.caption(f"Active: {lesson.RANDOM_TOKENS[source]}. BERT draws its 10% random tokens from the whole vocabulary "
            "(Google's create_pretraining_data.py and Hugging Face's DataCollatorForLanguageModeling alike), so "
-           "[CLS], [SEP], [PAD], [UNK] or [MASK] can be drawn.")
+           f"{cls}, {sep}, {pad}, {unk} or {mask} can be drawn.")
 try:
     lesson.check_split(*shares)
     walk = lesson.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=int(seed), mask_rate=rate,
@@ -82,7 +83,8 @@ with st.expander("Masking frequencies over many draws"):
     st.caption("“SE (rule)” is the standard error the masking rule predicts for this many draws: for picked / "
                "eligible from the distribution of the picks per draw (the at-least-one rule makes the picks of one "
                "draw dependent), for the [MASK] / random / kept shares given how many were picked (they are shares "
-               "of the picked tokens). “SE (draws)” estimates the same from the spread of the draws themselves. The 95% interval is expected ± 1.96 × "
-               "SE (rule), and “inside” says whether the empirical share fell in it (it misses about 1 time in 20).")
+               "of the picked tokens). “SE (draws)” estimates the same from the spread of the draws themselves. "
+               "The 95% interval is expected ± 1.96 × SE (rule), and “inside” says whether the empirical share fell "
+               "in it (it misses about 1 time in 20).")
     st.caption("“expected” for picked / eligible includes the at-least-one rule: on n eligible tokens it is "
                "rate + (1 − rate)ⁿ / n, a little above the rate on a short sentence.")

@@ -10,6 +10,7 @@ import streamlit as st
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
 from bertviz_lab.ui import widgets
 from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.reading import what_bert_reads
 from bertviz_lab.ui.replaced import replaced_tokens
 from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Predict as K  # this page's session-state keys
@@ -28,7 +29,7 @@ st.caption("BERT learned by guessing hidden words. Hide some — type [MASK] or 
            "and see what it guesses, and how sure it is.")
 ckpt = active_model()
 if ckpt.model.has_rtd:  # an ELECTRA discriminator: what it says of every token instead
-    replaced_tokens(ckpt, *sentence_inputs(K.SENTENCES))
+    replaced_tokens(ckpt, *sentence_inputs(K.SENTENCES, ckpt.config))
     end_page()
 if not ckpt.model.has_mlm:
     st.error("This model has no masked-language-model (MLM) head: "
@@ -37,7 +38,7 @@ if not ckpt.model.has_mlm:
     end_page()
 family_note(ckpt, what="")
 
-text_a, text_b = sentence_inputs(K.SENTENCES)
+text_a, text_b = sentence_inputs(K.SENTENCES, ckpt.config)
 encoding = encode_or_stop(ckpt, text_a, text_b)
 clickable = {w.label: w.index for w in inputs.words(encoding, text_a, text_b, ckpt.tokenizer.mask_token)
              if not w.is_mask}
@@ -73,8 +74,7 @@ except predict.NothingMasked:
 masks = report.independent.masks
 ROW_COLUMNS[report.entropy_column] = number("%.3f")
 
-st.caption("What BERT reads")
-st.code(report.masked_text, language=None, wrap_lines=True)
+what_bert_reads(ckpt, report.encoding, text_a, text_b)
 
 st.subheader("The guesses" if len(masks) > 1 else "The guess")
 shown = range(len(masks))

@@ -10,13 +10,14 @@ import streamlit as st
 
 from bertviz_lab.ui import timelapse as ui
 from bertviz_lab.ui.router import end_page, ensure_router
+from bertviz_lab.views import timelapse as vt
 
 ensure_router()
 st.title("Time-lapse")
 st.caption("How a BERT learns, frame by frame: a snapshot of the probe sentences at every checkpoint step. "
            "A head's role score is the mean attention its word tokens give to the previous token, the next "
            "one, themselves, [CLS] or [SEP], or along a grammatical link (determiner → noun, verb → "
-           "subject, pronoun → referent).")
+           "subject, pronoun → referent). " + vt.twins_note())
 lapse = ui.pick()
 if lapse is None:
     end_page()

@@ -14,7 +14,8 @@ from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from bertviz_lab.cli import main
 from bertviz_lab.corpus import vocabulary
-from bertviz_lab.corpus.probes import PROBES
+from bertviz_lab.corpus.probes import PROBES, ProbeSentence
+from bertviz_lab.pretrain import heads
 from bertviz_lab.pretrain.heads import MAX_SENTENCES, POSITIONAL_ROLES, ROLES
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
@@ -106,6 +107,37 @@ def test_the_table_names_the_strongest_head_of_each_role(capsys):
     assert re.search(r"previous: to previous token \(strongest: layer 0 head 2, 0\.8\d\)", text)
     assert "pronoun_referent: to pronoun → referent" in text
     assert sum(line.startswith("layer 3 ") for line in text.splitlines()) == len(ROLES)
+
+
+NOTE = ("In these probe sentences every verb's subject is the word just before it and every determiner's noun the "
+        "word just after, so 'verb → subject' and 'determiner → noun' cannot be told apart from previous- and "
+        "next-token heads here.")
+
+
+def test_a_grammatical_role_whose_links_are_all_neighbours_is_named_as_positional_too():
+    assert heads.twins() == {"verb_subject": "previous", "det_noun": "next"}  # computed from the probes' links
+    assert heads.twins_note() == NOTE
+    one_apart = ProbeSentence("the cat sat .", 1, {"det_noun": ((0, 1),), "verb_subject": ((2, 1),)})
+    two_apart = ProbeSentence("the big cat soon sat .", 2, {"det_noun": ((0, 2),), "verb_subject": ((4, 2),)})
+    assert heads.twins([one_apart, two_apart]) == {}  # one link not to a neighbour: the roles differ
+    assert heads.twins_note([one_apart, two_apart]) == "" and heads.twins_note([]) == ""
+    assert heads.twins_note([ProbeSentence("the cat sat .", 1, {"verb_subject": ((2, 1),)})]) == (
+        "In these probe sentences every verb's subject is the word just before it, so 'verb → subject' cannot be "
+        "told apart from previous-token heads here.")
+
+
+def test_the_heads_command_says_which_grammatical_roles_are_positional_here(hf_checkpoint, capsys):
+    folder = hf_checkpoint[0]
+    assert main(["heads", "--checkpoint", str(folder)]) == 0
+    text = capsys.readouterr().out
+    assert NOTE in text
+    assert re.search(r"verb_subject: to verb → subject \(strongest: .*\); on the probe set every such link goes "
+                     r"to the previous token", text)
+    assert re.search(r"det_noun: .*; on the probe set every such link goes to the next token", text)
+    assert re.search(r"pronoun_referent: to pronoun → referent \(strongest: [^)]*\)\n", text)  # links far apart
+    assert heads_json(capsys, folder)["twins"] == {"verb_subject": "previous", "det_noun": "next"}
+    assert heads_json(capsys, folder, *MINE)["twins"] == {}  # own sentences: no links, no claim
+    assert main(["heads", "--checkpoint", str(folder), *MINE]) == 0 and NOTE not in capsys.readouterr().out
 
 
 BAD = {

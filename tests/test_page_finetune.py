@@ -23,6 +23,7 @@ from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import TASK_FILE, builtin_tokenizer
 from bertviz_lab.pretrain import runs
 from bertviz_lab.views import finetune as vf
+from bertviz_lab.views import finetune_dev as fd
 from bertviz_lab.views.finetune_dev import MAX_WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,6 +221,8 @@ def test_the_run_started_from_the_page_shows_its_curves(trained):
     accuracy = {t["name"]: t for t in charts(at, "Accuracy")[0]["data"]}
     np.testing.assert_allclose(array(accuracy["held-out"]["y"]), [r["dev_acc"] for r in held])
     assert any("coherence · from tiny-pre step 10 · full fine-tuning" in c.value for c in at.caption)
+    chance = fd.chance(data.load_task(root / "from-page" / TASK_FILE), 1000)  # the run's own dev set, not 1 / labels
+    assert any(f"always answering \u201c{chance.label}\u201d gets {chance.share:.1%}" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("name", ["from-page", "tags"])
@@ -281,6 +284,10 @@ def test_the_overlay_draws_one_trace_per_chosen_run(trained):
     assert names == ["coherence · from tiny-pre step 10 · full fine-tuning",
                      "coherence · from scratch (2×32) · full fine-tuning"]  # legends: the runs' descriptions
     assert len(charts(at, "Training loss")[0]["data"]) == 2
+    notes = [m.value for m in at.markdown if "always answering" in m.value][0]  # what these two runs show
+    last = {name: runs.read_metrics(root / name, "eval")[-1]["dev_acc"] for name in ("from-page", "scratch")}
+    assert f"pretrained with NSP against random weights: {last['from-page']:.1%} vs {last['scratch']:.1%}" in notes
+    assert fd.COHERENCE_NOTE in notes and "climbs slowly, if at all" not in notes
 
 
 @pytest.mark.parametrize("name, points", [("from-page", 400), ("tags", MAX_WORDS)])
@@ -291,6 +298,11 @@ def test_the_before_after_picture_has_a_point_per_dev_item(trained, name, points
     (fig,) = charts(at, "The dev set as the classifier sees it")
     per_side = [sum(len(array(t["x"])) for t in fig["data"] if t["xaxis"] == axis) for axis in ("x", "x2")]
     assert per_side == [points, points]
+    caption = next(c.value for c in at.caption if c.value.startswith("Each point is one of"))
+    if name == "from-page":  # coherence from a start pretrained with NSP: NSP's own task
+        assert "NSP trained its pooler" in caption and fd.COHERENCE_NOTE in caption
+    else:  # tags from random weights
+        assert "owes nothing to pretraining" in caption and "NSP" not in caption
 
 
 def test_a_visitor_may_use_but_not_delete_the_owners_run(trained, monkeypatch):

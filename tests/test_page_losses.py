@@ -68,6 +68,17 @@ def test_next_walks_through_every_step_and_back_returns():
     assert steps(at) == ["Step 7 of 8 · Next sentence prediction (NSP)"]
 
 
+def test_the_tokens_step_says_how_bert_frames_a_pair_and_marks_its_segments(shipped):
+    at = page()
+    step = next(c.value for c in at.caption if c.value.startswith("The tokenizer splits"))
+    assert step == ("The tokenizer splits the text into WordPiece tokens and frames a pair as [CLS] A [SEP] B [SEP]. "
+                    "Segment A = 0, segment B = 1.")
+    assert list(at.dataframe[0].value.index) == ["token", "id", "segment"]
+    pair = at.toggle(key="losses.pair")
+    assert pair.label == "Add a second sentence" and "sentence B's segment 1" in pair.help
+    assert lesson.framing(shipped.tokenizer) == "[CLS] A [SEP] B [SEP]"
+
+
 def test_show_all_shows_every_step_with_the_engines_numbers(shipped):
     at = page()
     at.toggle(key="losses.all").set_value(True).run()

@@ -35,6 +35,11 @@ def frame_with(at: AppTest, column: str):
     return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
+def read(text: str) -> str:
+    """The tokens "What BERT reads" shows for `text` (the shipped model has a token for each of these words)."""
+    return f"[CLS] {text} [SEP]"
+
+
 def codes(at: AppTest) -> list[str]:
     return [c.value for c in at.code]
 
@@ -43,7 +48,7 @@ def test_default_sentence_guesses_mat_and_the_chart_shows_the_table():
     at = page()
     assert at.title[0].value == "Mask & predict"
     assert "mat" in candidates(at)[:3]
-    assert codes(at) == [CAT, "the cat sat on the «mat» ."]
+    assert codes(at) == [read(CAT), "the cat sat on the «mat» ."]
     table = at.dataframe[0].value
     (bars,) = figures(at)
     assert bars["data"][0]["y"] == table["token"].tolist()
@@ -59,10 +64,10 @@ def test_no_mask_says_how_to_mask_and_clicking_a_word_masks_it():
     assert not at.dataframe
     at.pills[0].set_value(["mat"]).run()
     assert not at.exception and not at.info
-    assert codes(at)[0] == CAT and "mat" in candidates(at)[:3]
+    assert codes(at)[0] == read(CAT) and "mat" in candidates(at)[:3]
     assert at.dataframe[1].value["hidden word"].tolist() == ["mat"]
     at.text_area(key="predict.text_a").input("a mat is on the floor").run()  # the clicked word follows its text
-    assert codes(at)[0] == "a [MASK] is on the floor"
+    assert codes(at)[0] == read("a [MASK] is on the floor")
     at.text_area(key="predict.text_a").input("the dog sat .").run()  # ... and is dropped once it is gone
     assert not at.exception and at.pills[0].value == [] and at.info
 
@@ -71,7 +76,7 @@ def test_clicking_a_split_word_masks_all_its_pieces_and_fills_them_both_ways():
     at = page("the biggest cat sat on the mat .")  # biggest = big ##g ##e ##s ##t
     at.pills[0].set_value(["biggest", "mat"]).run()
     assert not at.exception
-    assert codes(at)[0] == "the [MASK] [MASK] [MASK] [MASK] [MASK] cat sat on the [MASK] ."
+    assert codes(at)[0] == read("the [MASK] [MASK] [MASK] [MASK] [MASK] cat sat on the [MASK] .")
     assert len(at.get("plotly_chart")) == 2  # more than four masks: one bar chart, picked, plus the entropy strip
     assert [m.value for m in at.markdown if m.value.startswith("**Mask")] == ["**Mask #1** · token 2"]
     at.selectbox(key="predict.inspect").set_value(5).run()
@@ -139,10 +144,10 @@ def test_pair_toggle_adds_segment_b_and_its_words():
     at.toggle(key="predict.pair").set_value(True).run()
     at.text_area(key="predict.text_b").input("it was soft .").run()
     assert not at.exception
-    assert codes(at)[0] == CAT + " [SEP] it was soft ."
+    assert codes(at)[0] == read(CAT + " [SEP] it was soft .")
     assert at.pills[0].options[-4:] == ["it", "was", "soft", "\\.₂"]
     at.pills[0].set_value(["soft"]).run()
-    assert codes(at)[0] == "the cat sat on the [MASK] . [SEP] it was [MASK] ."
+    assert codes(at)[0] == read("the cat sat on the [MASK] . [SEP] it was [MASK] .")
 
 
 @pytest.mark.parametrize("text, kind, message", [
@@ -199,3 +204,24 @@ def test_bar_chart_escapes_tokens_and_keeps_numbers_as_categories():
     assert fig.layout.yaxis.autorange == "reversed" and list(fig.data[0].text) == ["60.0%", "40.0%"]
     strip = confidence_strip([{"mask": 1, "position": 3, "independent": "<i>", "entropy (nats)": 0.5}], 7.0)
     assert list(strip.data[0].x) == ["#1 → &lt;i&gt;"] and strip.layout.shapes[0].y0 == 7.0
+
+
+def test_what_bert_reads_shows_its_tokens_and_names_the_words_it_reads_in_pieces():
+    at = page("the capital of france is [MASK] .")
+    assert codes(at)[0] == "[CLS] the cap ##i ##t ##a ##l of france is [MASK] . [SEP]"
+    (warning,) = at.warning
+    assert "no token for capital \\(cap \\#\\#i \\#\\#t" in warning.value and "france" not in warning.value
+    assert "2,171 tokens" in warning.value and "bert-base-uncased" in warning.value
+    at.text_area(key="predict.text_a").input(CAT).run()
+    assert not at.warning and any("only the lab's story world" in c.value for c in at.caption)
+
+
+def test_a_model_outside_the_story_world_names_its_unknown_words_only(tiny_checkpoint):
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["model.path"] = str(tiny_checkpoint)
+    at.run()
+    at.text_area(key="predict.text_a").input("the zebra sat on the [MASK] .").run()
+    assert not at.exception
+    (warning,) = at.warning
+    assert "zebra as \\[UNK\\]" in warning.value and "story world" not in warning.value
+    assert not any("story world" in c.value for c in at.caption)

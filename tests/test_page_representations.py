@@ -15,6 +15,7 @@ from bertviz_lab.ui.representations import set_lines
 from bertviz_lab.views import inputs
 from bertviz_lab.views import neighbours as nv
 from bertviz_lab.views import representations as rv
+from bertviz_lab.views.representations import embedding_layer
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "representations.py")
 CONTEXTS, NEIGHBOURS, LENS, GEOMETRY, SHAPES = ("Same word, different contexts", "Nearest neighbours", "Logit lens",
@@ -49,6 +50,10 @@ def test_the_first_tab_draws_the_bank_sentences_at_the_last_layer(shipped):
     assert np.allclose(array(lines["data"][0]["y"]), by_sense[rv.SAME]) and lines["data"][0]["name"] == rv.SAME
     assert [trace["name"] for trace in scatter["data"]] == ["money", "river"]
     assert any("same-sense vectors are closer than the rest" in m.value for m in at.markdown)
+    help = at.select_slider(key="repr.layer").help  # BERT's layer 0: token + position + segment, LayerNorm
+    assert help.startswith("0 is the embedding layer's output: ") and embedding_layer(shipped.config) in help
+    assert "plus its segment's vector" in help and "projects" not in help
+    assert any("each layer has its own geometry" in c.value for c in at.caption)  # compare within a layer
 
 
 def test_choosing_a_set_and_a_layer_redraws_it(shipped):
@@ -124,6 +129,17 @@ def test_the_neighbours_tab_builds_the_bank_once_and_retrieves(shipped, monkeypa
     assert not at.exception and at.warning
 
 
+def test_the_default_query_never_finds_its_own_sentence(shipped, monkeypatch):
+    """The default sentence is in the bank: its own "bank" would top the list at cosine 1 (issue 31, point 8)."""
+    monkeypatch.setattr(nv, "BANK_SENTENCES", 200)
+    at = page(NEIGHBOURS)
+    tokens = shipped.tokenizer.encode(at.text_input(key="repr.nn_text").value).tokens
+    bank = [shipped.tokenizer.encode(s).tokens for s in nv.bank_sentences(shipped.model)]
+    assert tokens in bank  # the model reads one of the bank's sentences exactly as the query
+    shown = at.dataframe[1].value[nv.SENTENCE].str.replace("[«»]", "", regex=True)
+    assert len(shown) == 8 and all(shipped.tokenizer.encode(s).tokens != tokens for s in shown)
+
+
 def test_the_geometry_tab(shipped, monkeypatch):
     monkeypatch.setattr(nv, "BANK_SENTENCES", 200)
     at = page(GEOMETRY)
@@ -131,6 +147,8 @@ def test_the_geometry_tab(shipped, monkeypatch):
     positions, anisotropy = figures(at)
     assert array(positions["data"][0]["z"]).shape == (64, 64)
     assert len(array(anisotropy["data"][0]["y"])) == 5
+    row = next(c.value for c in at.caption if c.value.startswith("The row of"))
+    assert row == "The row of “bank”: WordPiece writes the word alike wherever it stands."  # no space to speak of
     at.text_input(key="repr.geo_word").input("unbelievablezz").run()
     assert any("one word of the vocabulary" in w.value for w in at.warning) and not at.exception
 
@@ -140,6 +158,9 @@ def test_the_shapes_tab_draws():
     assert not at.exception, at.exception
     assert any("torch.Size" in (getattr(e, "value", "") or "") for e in at.get("code") + list(at.markdown)
                + list(at.text) + list(at.caption))
+    at.button_group(key="shapes.model").set_value("active").run()  # the shipped BERT has a pooler
+    assert not at.exception and "pooler_output shape : torch.Size([3, 256])" in at.code[0].value
+    assert any("pooler_output is one vector per sentence: tanh(W · h[CLS] + b)" in c.value for c in at.caption)
 
 
 def test_edits_outlive_a_look_at_another_tab():

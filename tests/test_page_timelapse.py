@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_page_pretrain import TINY, fill, page, submit, wait_done
 
-from bertviz_lab.pretrain import runs, snapshots
+from bertviz_lab.pretrain import heads, runs, snapshots
 from bertviz_lab.ui import state
 from bertviz_lab.views import timelapse as vt
 
@@ -82,6 +82,25 @@ def test_the_shipped_history_shows_the_previous_token_head_forming():
     assert not errors(at)
     lines = " ".join(m.value for m in at.markdown)
     assert "**layer 0 head 2** becomes a *previous token* head around step" in lines
+    heads_table = at.dataframe[0].value  # step 0 against the last: at step 0 every head is near uniform
+    assert heads_table["before"].str.startswith("no clear role").all(), heads_table["before"]
+    after = dict(zip(heads_table["head"], heads_table["after"]))
+    # on the probe set every verb's subject is the word before it: the previous-token head reads as one first
+    assert after["layer 0 head 2"].startswith("previous token 0.88 (verb → subject 0.98: on these probes, the "
+                                              "previous token)")
+    assert after["layer 1 head 2"].startswith("next token 0.92 (determiner → noun 0.97")
+    assert after["layer 0 head 3"].startswith("no clear role")  # its best, verb → subject 0.09, is uniform's
+    captions = " ".join(c.value for c in at.caption)
+    assert "hold 26% of the variance" in captions and "the steps are not to scale" in captions
+    note = heads.twins_note()
+    assert note.startswith("In these probe sentences every verb's subject is the word just before it")
+    assert at.caption[0].value.endswith(note)  # the page's introduction
+    at = at.selectbox(key=state.TimeLapse.ROLE.name).set_value("verb_subject").run()
+    lines = " ".join(m.value for m in at.markdown)
+    assert "becomes a *verb → subject* head" not in lines
+    assert "**layer 0 head 2** scores 50% or more on *verb → subject*" in lines
+    assert "every such link goes to the previous token (its *previous token* score over all words: 88%)" in lines
+    assert sum(note in c.value for c in at.caption) >= 2  # under the role chart and under the list
     steps = at.select_slider(key=state.TimeLapse.STEP.name).options
     assert steps[0] == "0" and steps[-1] == "5,000" and len(steps) >= 13
     assert sum(f.stat().st_size for f in (SHIPPED / vt.HISTORY).iterdir()) < 4 * 2**20  # a few MB, not checkpoints

@@ -16,6 +16,7 @@ from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs, predict
 from bertviz_lab.views import neighbours as nv
 from bertviz_lab.views import representations as rv
+from bertviz_lab.views import words
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
 
@@ -71,9 +72,20 @@ def test_a_word_in_pieces_is_the_mean_of_its_pieces(tiny_model, tiny_tokenizer):
 
 
 def test_only_whole_words_match(tiny_tokenizer):
-    encoding = tiny_tokenizer.encode("the cat was playing .")  # play ##ing
-    assert rv.find_word(encoding, ("play",)) is None
-    assert rv.find_word(encoding, ("play", "##ing")) == (4, 5)
+    text = "the cat was playing ."
+    encoding = tiny_tokenizer.encode(text)  # play ##ing
+    assert words.find_word(tiny_tokenizer, text, encoding, "play") is None
+    assert words.find_word(tiny_tokenizer, text, encoding, "playing") == (4, 5)
+    assert words.find_word(tiny_tokenizer, text, encoding, "PLAYING") == (4, 5)  # an uncased model reads it lowercased
+    assert words.find_word(tiny_tokenizer, text, encoding, ".") == (6,)
+
+
+def test_the_first_occurrence_and_accents_as_the_tokenizer_normalizes_them(tiny_tokenizer):
+    text = "The cat and thé cat ."  # an uncased BERT reads thé as the: both are "the"
+    encoding = tiny_tokenizer.encode(text)
+    assert words.occurrences(tiny_tokenizer, text, encoding, "the") == [(1,), (4,)]
+    assert words.find_word(tiny_tokenizer, text, encoding, "thé") == (1,)
+    assert words.find_word(tiny_tokenizer, text, encoding, "he") is None  # not inside "the"
 
 
 @pytest.mark.parametrize("word, sentences, message", [
@@ -171,11 +183,23 @@ def test_the_bank_keeps_every_word_token_at_unit_length(tiny_bank, tiny_tokenize
 def test_a_bank_token_is_its_own_nearest_neighbour(tiny_bank, tiny_model, tiny_tokenizer):
     sentence = "i went to the bank ."
     query = nv.token_vectors(tiny_model, tiny_tokenizer.encode(sentence), 5)  # "bank"
-    table = nv.contextual_neighbours(tiny_bank, query[2], 2, 3, "bank")
+    table = nv.contextual_neighbours(tiny_bank, tiny_tokenizer, query[2], 2, 3, word="bank")
     assert table.loc[0, nv.TOKEN] == "bank" and table.loc[0, nv.COSINE] > 0.999
     assert table.loc[0, nv.SENTENCE] == "i went to the «bank» ."
     assert table.loc[0, nv.SENSE] == "—"  # the sentence does not say which bank
     assert list(table[nv.COSINE]) == sorted(table[nv.COSINE], reverse=True)
+    own = tuple(tiny_tokenizer.encode(sentence).tokens)
+    left_out = nv.contextual_neighbours(tiny_bank, tiny_tokenizer, query[2], 2, 30, word="bank", own=own)
+    assert len(left_out) == tiny_bank.size - 6  # all but its own sentence's six word tokens
+    assert "i went to the «" not in "".join(left_out[nv.SENTENCE])
+    assert left_out.loc[0, nv.COSINE] < 0.999 and (left_out[nv.SENSE] == "").all()  # no other bank in the bank
+
+
+def test_a_neighbour_is_marked_in_its_sentence_as_written(tiny_tokenizer):
+    text = "the cat was playing ."
+    encoding = tiny_tokenizer.encode(text)
+    assert nv.marked(text, encoding, 5) == "the cat was play«ing» ."
+    assert nv.marked(text, encoding, 1) == "«the» cat was playing ."
 
 
 def test_static_neighbours_are_the_nearest_other_rows(tiny_model, tiny_tokenizer):

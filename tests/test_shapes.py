@@ -11,6 +11,7 @@ import torch
 from figure_data import array
 from streamlit.testing.v1 import AppTest
 
+from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import InputError
 from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
 from bertviz_lab.views import inputs
@@ -20,9 +21,12 @@ SEED002 = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, inter
 TEXT = ["the cat sat on the mat .", "i went to the bank to deposit money .", "it was tired ."]
 
 
+def seed002_model_and_batch(**sizes):
+    return vs.random_model(vs.random_config(vs.SEED002_VOCAB, **{**SEED002, **sizes})), vs.seed002_batch()
+
+
 def seed002_view(**sizes) -> vs.ShapesView:
-    model = vs.random_model(vs.random_config(vs.SEED002_VOCAB, **{**SEED002, **sizes}))
-    return vs.shapes_of(model, vs.seed002_batch())
+    return vs.shapes_of(*seed002_model_and_batch(**sizes))
 
 
 def test_seed002_batch_gives_the_seeds_shapes_and_hidden_64_changes_them():
@@ -90,6 +94,15 @@ def test_padding_changes_nothing_and_the_mask_is_why(tiny_model, tiny_tokenizer)
         torch.testing.assert_close(with_mask[row, :n], alone, atol=1e-5, rtol=0)
         if n < batch.ids.shape[1]:  # without the mask, the [PAD] keys would change the padded sentences
             assert (unmasked[row, :n] - alone).abs().max() > 1e-3
+
+
+def test_a_model_without_a_pooler_has_no_pooler_output_and_still_pads_cleanly(tiny_config, tiny_tokenizer):
+    torch.manual_seed(0)  # DistilBERT's, RoBERTa's masked-LM and ELECTRA's kind: no pooler
+    model = BertForPreTraining(tiny_config, nsp_head=False, pooler=False).eval()
+    view = vs.shapes_of(model, vs.text_batch(tiny_tokenizer, model, TEXT))
+    assert not view.has_pooler and "pooler_output: None (no pooler)" in view.printout()
+    assert view.alone_difference is not None and view.alone_difference < 1e-5
+    assert vs.shapes_of(*seed002_model_and_batch()).has_pooler  # the random BERT keeps its pooler
 
 
 @pytest.mark.parametrize(("sizes", "message"), [

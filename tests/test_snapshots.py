@@ -158,3 +158,12 @@ def test_publish_ships_the_history_with_the_model(finished_run, tmp_path):
     assert process.read_metrics(history, "eval") == process.read_metrics(finished_run, "eval")
     lapse = timelapse.from_history(tmp_path / "shipped")
     assert lapse.steps == [0, 1, 2, 5, 10, 20, 25] and lapse.shape == (2, 2) and len(lapse.eval) == 4
+
+
+def test_a_snapshot_records_what_uniform_attention_would_score(finished_run):
+    record = snapshots.read(finished_run / snapshots.FILE)[-1]
+    uniform = np.mean([1 / len(p["tokens"]) for p in record["probes"]])
+    assert set(record["chance"]) == set(record["roles"])
+    for role in POSITIONAL_ROLES:  # each word token gives 1/T to every position: to the previous one too
+        assert abs(record["chance"][role] - uniform) < 1e-4
+    assert all(0 < v < 0.2 for v in record["chance"].values())

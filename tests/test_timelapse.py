@@ -77,3 +77,66 @@ def test_frames_of_another_sentence_set_or_broken_are_left_out():
     assert [f["step"] for f in vt._frames(records)] == [1, 2]  # the last good frame's sentences decide
     nan = raw(5, [0.2, 0.3], attention=np.full((1, 2, 5, 5), np.nan))
     assert vt._checked(nan) is None and vt._frames([]) == []
+
+
+def test_a_head_near_uniform_attention_plays_no_role():
+    T = len(TOKENS)
+    near_uniform = frame(0, [1 / T + 0.01, 0.9])  # head 0: 0.21 where uniform gives 0.20; head 1 a previous head
+    near_uniform["roles"]["self"] = np.array([[1 / T, 0.1]])
+    assert near_uniform["chance"] == {"previous": 1 / T, "self": 1 / T}  # no recorded chance: 1/T
+    assert vt.role_text(near_uniform, 0, 0) == "no clear role (best 0.21, uniform 0.20)"
+    assert vt.role_text(near_uniform, 0, 1) == "previous token 0.90"
+    recorded = vt._checked({**raw(0, [0.5, 0.9]), "chance": {"previous": 0.3, "self": 0.6}})
+    assert recorded["chance"] == {"previous": 0.3, "self": 0.6}  # a snapshot's own uniform scores win
+    assert vt.role_text(recorded, 0, 0) == "no clear role (best 1.00, uniform 0.60)"  # 0.5 < 2 x 0.3, 1 < 2 x 0.6
+    assert vt.role_text(recorded, 0, 1) == "previous token 0.90"
+    changes = vt.head_changes(near_uniform, recorded).set_index("head")
+    assert changes.loc["layer 0 head 0", "before"].startswith("no clear role")
+
+
+def test_a_grammatical_role_that_is_a_positional_one_on_the_probes_reads_as_positional_first():
+    probe_set = frame(0, [0.88, 0.1])  # "the cat sat on the mat .": its verb's subject is the word before it
+    probe_set["roles"].update(verb_subject=np.array([[0.98, 0.1]]), self=np.array([[0.0, 0.1]]))
+    probe_set["chance"]["verb_subject"] = 0.2
+    assert vt.twins(probe_set) == {"det_noun": "next", "verb_subject": "previous"}
+    assert vt.role_text(probe_set, 0, 0) == ("previous token 0.88 (verb → subject 0.98: on these probes, the "
+                                             "previous token)")
+    assert "cannot be told apart from previous- and next-token heads here" in vt.twins_note(probe_set)
+    history = lapse(probe_set)
+    (line,) = vt.formed_lines(history, "verb_subject")
+    assert "becomes a" not in line and "every such link goes to the previous token" in line and "score over all " \
+        "words: 88%" in line
+    assert vt.formed_lines(history, "previous") == ["- **layer 0 head 0** becomes a *previous token* head around step "
+                                                    "**0** (88% at step 0)"]
+    # a sentence the probe set does not hold: its links are not known, so no claim either way
+    other = frame(0, [0.88, 0.1], text="a dog ran .")
+    other["roles"].update(verb_subject=np.array([[0.98, 0.1]]), self=np.array([[0.0, 0.1]]))
+    other["chance"]["verb_subject"] = 0.2
+    assert vt.twins(other) == {} and vt.twins_note(other) == ""
+    assert vt.role_text(other, 0, 0) == "verb → subject 0.98"
+
+
+def test_the_guess_table_gives_the_top_guess_and_its_own_probability():
+    a, b = frame(0, [0, 0], top=(("cat", 0.3), ("mat", 0.2))), frame(10, [0, 0], top=(("mat", 0.6),))
+    row = vt.prediction_changes(a, b).iloc[0]
+    assert (row["guess at 0"], row["p(guess) at 0"], row["guess at 10"], row["p(guess) at 10"]) == ("cat", 0.3,
+                                                                                                  "mat", 0.6)
+    assert not any(c.startswith("p at") or "true word)" in c for c in row.index)
+
+
+def test_the_role_chart_says_its_frames_are_not_to_scale_and_draws_uniform_attention():
+    from bertviz_lab.figures import timelapse as tfig
+
+    steps = [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 1500]
+    fig = tfig.role_lines(steps, np.zeros((len(steps), 1, 2)), "previous", 3, "roles", chance=0.09)
+    axis = fig.layout.xaxis
+    assert "checkpoint" in axis.title.text and "not to scale" in axis.title.text
+    assert list(axis.tickvals) == list(range(len(steps))) and axis.ticktext[-1] == "1,500"
+    assert [s.y0 for s in fig.layout.shapes if s.line.dash == "dash"] == [0.09]
+
+
+def test_the_word_map_note_gives_the_share_drawn_and_the_share_left_out():
+    from bertviz_lab.ui.timelapse import word_map_note
+
+    note = word_map_note(25, 0.26)
+    assert "25 words" in note and "hold 26% of the variance" in note and "other 74%" in note

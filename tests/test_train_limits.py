@@ -85,7 +85,7 @@ def test_a_run_recorded_on_a_bigger_machine_resumes_on_a_smaller_one(monkeypatch
 
 
 def test_dropout_reaches_the_model_and_an_old_run_resumes_with_the_dropout_it_trained_with():
-    assert TrainConfig().dropout == 0.0  # the classroom preset: the generated text never repeats
+    assert TrainConfig().dropout == 0.0  # the classroom preset: the text is drawn fresh for every batch
     shape = TrainConfig(dropout=0.25).model_config(100)
     assert shape.hidden_dropout_prob == shape.attention_probs_dropout_prob == 0.25
     old = {k: v for k, v in TrainConfig().to_dict().items() if k != "dropout"}  # a run.json from before

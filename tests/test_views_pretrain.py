@@ -217,3 +217,21 @@ def test_the_note_says_whose_run_it_is():
 def test_visitors_start_runs_only_below_the_cap(active, who, cap, allowed):
     assert vp.start_allowed(active, who, cap) is allowed
     assert str(cap) in vp.cap_note(active, cap)
+
+
+def test_the_help_and_the_curves_note_say_the_built_in_sentences_recur():
+    from bertviz_lab.corpus import StoryGenerator
+    from bertviz_lab.pretrain.corpus_setup import HELD_OUT_SEED
+    from bertviz_lab.pretrain.data import DocumentSource, _mix
+    from bertviz_lab.pretrain.loop import EVAL_STREAM, TRAIN_STREAM
+    from bertviz_lab.ui.pretrain import CURVES_NOTE
+
+    sentences = [s for story in StoryGenerator(0).stories(2000) for s in story]
+    assert len(set(sentences)) < 0.9 * len(sentences)  # about a fifth are repeats
+    held = {s for story in DocumentSource(None, HELD_OUT_SEED).sample(256, _mix(EVAL_STREAM, 0, 0)) for s in story}
+    trained = {s for step in range(10) for story in DocumentSource(None, 0).sample(256, _mix(TRAIN_STREAM, step, 0))
+               for s in story}
+    assert len(held & trained) > 0.2 * len(held)  # held-out stories, not unseen sentences
+    help_text = vp.FIELDS["dropout"][2]
+    assert "never repeats" not in help_text and "sentences do recur" in help_text
+    assert "never trains on" not in CURVES_NOTE and "sentences recur in both" in CURVES_NOTE

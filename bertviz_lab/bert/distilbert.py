@@ -1,4 +1,4 @@
-"""DistilBERT (Sanh et al., 2019): a 6-layer student trained to match BERT's outputs.
+"""DistilBERT (Sanh et al., 2019): a student trained to match BERT's outputs (the released ones have 6 layers).
 
 Its layers are BERT's under other names (q_lin for query, sa_layer_norm for the attention's
 LayerNorm, ...). It has no segment embeddings (text B is not marked as B), no pooler and no NSP
@@ -7,7 +7,7 @@ head: it was distilled with MLM alone. Its config.json names the sizes its own w
 
 from __future__ import annotations
 
-SUMMARY = "6 layers trained to imitate BERT; no segment embeddings, no pooler, no NSP head"
+SUMMARY = "distilled from BERT (the released ones have 6 layers); no segment embeddings, no pooler, no NSP head"
 LACKS = ("DistilBERT has no NSP head and no segment embeddings: it was distilled with masked words only, "
          "so it cannot say whether B follows A")
 SPECIALS = {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}

@@ -2,14 +2,17 @@
 
 Both are BERTs. The generator is an MLM model; the discriminator has no MLM head but one logit per
 token, "was this token replaced?", trained on every token rather than the 15% masked. Their token
-vectors can be narrower than the layers (embedding_size), projected up by `embeddings_project`.
+vectors may have another width than the layers (embedding_size: ELECTRA-small 128 into 256-wide layers;
+the base and large generators 768 and 1024 into narrower ones), projected by `embeddings_project`;
+where the widths match (the base and large discriminators) there is no projection.
 """
 
 from __future__ import annotations
 
 SUMMARY = "a generator (an MLM) and a discriminator that tells replaced tokens from original ones"
-LACKS = ("ELECTRA has no NSP head. Its discriminator has no MLM head either: instead of guessing a [MASK] it "
-         "gives every token the probability that it was replaced; open the generator to fill masks")
+# True of both models, since the note shows whichever is active: the generator fills masks, the discriminator cannot.
+LACKS = ("ELECTRA has no NSP head, and only its generator has an MLM head to fill masks: the discriminator has no "
+         "MLM head, and instead of guessing a [MASK] it gives every token the probability that it was replaced")
 SPECIALS = {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 PREFER_JSON = False
 DEFAULTS = {"vocab_size": 30522, "embedding_size": 128, "hidden_size": 256, "num_attention_heads": 4,

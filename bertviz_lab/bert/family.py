@@ -8,7 +8,7 @@ their files are read into BERT's form. Each member has a module that says how it
 | BERT (cased, multilingual, Chinese) | here | nothing: its vocabulary and casing only |
 | DistilBERT | distilbert.py | 6 layers distilled from BERT; no segments, no pooler, no NSP |
 | RoBERTa, XLM-R | roberta.py | byte-level BPE / SentencePiece; positions from pad + 1; no NSP |
-| ELECTRA | electra.py | a generator (MLM) and a discriminator (replaced tokens); narrow embeddings |
+| ELECTRA | electra.py | a generator (MLM) and a discriminator (replaced tokens); embeddings of their own width |
 | ALBERT | albert.py | one layer's weights at every depth; narrow embeddings; SOP, not NSP |
 
 A member reads as `Family`: its config.json translated into `BertConfig` keyword arguments, its

@@ -61,8 +61,8 @@ class Embeddings(nn.Module):
     """token + position + segment embeddings, then LayerNorm and dropout.
 
     Family differences: DistilBERT has no segment embeddings, RoBERTa has one row and counts positions
-    from pad_token_id + 1 (padding keeps position pad_token_id), ELECTRA and ALBERT make these vectors
-    narrower than the layers (embedding_size; the encoder model projects them up)."""
+    from pad_token_id + 1 (padding keeps position pad_token_id), ALBERT and some ELECTRAs give these vectors
+    a width of their own (embedding_size; the encoder model projects them to the layers' width)."""
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
@@ -193,7 +193,8 @@ class BertEncoderModel(nn.Module):
     def __init__(self, cfg: BertConfig, pooler: bool = True):
         super().__init__()
         self.embeddings = Embeddings(cfg)
-        # ELECTRA and ALBERT: narrow embeddings projected up to the layers' width
+        # Embeddings of another width than the layers (ALBERT; ELECTRA-small, and the larger ELECTRA
+        # generators), projected to the layers' width
         self.embeddings_project = Linear(cfg.embedding_size, cfg.hidden_size) if cfg.embedding_size else None
         self.encoder = Encoder(cfg)
         self.pooler = Pooler(cfg) if pooler else None

@@ -143,6 +143,7 @@ class WordPieceTokenizer:
         _check_vocab(self._vocab, self.specials)
         self._ids = {t: i for i, t in enumerate(self._vocab)}
         self._tok = tokenizer
+        self.normalizer = tokenizer.normalizer  # how text is rewritten before it is split (lowercase...), or None
         self.lowercase = bool(lowercase)
         self.kind = kind  # "WordPiece", "byte-level BPE" or "SentencePiece Unigram", for the pages
 

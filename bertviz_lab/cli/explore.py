@@ -51,7 +51,7 @@ def cmd_predict(args) -> int:
         print(f"[MASK] #{n} at token {mask.position} (entropy {mask.entropy:.3f} nats)")
         for c in mask.candidates:
             print(f"  {c.token:<16} {c.prob:8.4f}  {'#' * round(40 * c.prob)}")
-    print("filled:", " ".join(t for t in prediction.filled if t not in ("[CLS]", "[SEP]")))
+    print("filled:", " ".join(t for t, special in zip(prediction.filled, encoding.special_mask) if not special))
     return 0
 
 
@@ -65,10 +65,12 @@ def cmd_similarity(args) -> int:
     wic = representations.word_in_context(ckpt.model, ckpt.tokenizer, args.word, args.sentences)
     sims = representations.cosines(wic.vectors)  # (L + 1, S, S)
     if args.json:
-        print(json.dumps({"word": wic.word, "sentences": list(wic.sentences), "layers": sims.tolist()},
-                         indent=2, ensure_ascii=False))
+        print(json.dumps({"word": wic.word, "sentences": list(wic.sentences), "layers": sims.tolist(),
+                          "tokens": [list(spelling) for spelling in wic.spellings]}, indent=2, ensure_ascii=False))
         return 0
-    if len(wic.pieces) > 1:
+    if len(set(wic.spellings)) > 1:  # e.g. RoBERTa's "bank" at a sentence's start, "Ġbank" after a space
+        print(printable(representations.spelling_note(wic)))
+    elif len(wic.pieces) > 1:
         print(f"{one_line(wic.word)!r} is {len(wic.pieces)} word pieces ({printable(' '.join(wic.pieces))}): "
               "its vector is their mean")
     for n, text in enumerate(wic.sentences, 1):
@@ -108,7 +110,7 @@ def cmd_lens(args) -> int:
 
 def cmd_heads(args) -> int:
     """Every head's role scores (pretrain/heads.py has the definitions); a table per role, or JSON."""
-    from bertviz_lab.pretrain.heads import ROLE_NAMES, head_roles
+    from bertviz_lab.pretrain.heads import ROLE_NAMES, head_roles, twins_note
 
     blank = [n for n, text in enumerate(args.sentences, 1) if not text.strip()]
     if blank:
@@ -121,9 +123,13 @@ def cmd_heads(args) -> int:
     print(f"{len(roles.sentences)} sentence{'s' * (len(roles.sentences) != 1)}"
           f"{' (the probe set)' if not args.sentences else ''}: mean attention weight of the word tokens, "
           f"{roles.layers} layers x {roles.heads} heads")
+    if roles.twins:
+        print(twins_note())
     for role, scores in roles.scores.items():
         layer, head, best = roles.strongest(role)
-        print(f"\n{role}: to {ROLE_NAMES[role]} (strongest: layer {layer} head {head}, {best:.2f})")
+        twin = roles.twins.get(role)
+        same = f"; on the probe set every such link goes to the {ROLE_NAMES[twin]}" if twin else ""
+        print(f"\n{role}: to {ROLE_NAMES[role]} (strongest: layer {layer} head {head}, {best:.2f}){same}")
         print("         " + "".join(f"{f'head {h}':>8}" for h in range(roles.heads)))
         for layer, row in enumerate(scores):
             print(f"layer {layer:<3}" + "".join(f"{value:8.3f}" for value in row))

@@ -1,7 +1,9 @@
 """Time-lapse charts: role scores over the steps, word positions at one step, the loss with the step marked.
 
-Input is plain data (numpy arrays and lists from views/timelapse.py). Frames are drawn at
-equal spacing, labelled with their step: the 1-2-5 series is already close to a log scale.
+Input is plain data (numpy arrays and lists from views/timelapse.py). The role chart draws one
+frame per checkpoint at equal spacing, each tick labelled with its step, and its x axis says so:
+the steps are not to scale (0 to 500 is ten frames of the shipped model's nineteen, a tenth of its
+steps). The loss chart keeps the true step axis.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ from bertviz_lab.figures.training import RUN_COLORS
 GROUP_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#c2383a", "#8d5ab8", "#6b6b6b")
 SHOWN_HEADS = 8  # heads drawn in colour on the role chart (the ones that play the role most); the rest grey
 MARK = "#c2383a"  # the current step, on every chart
+CHANCE_COLOR = "#888888"
+FRAME_AXIS = "checkpoint (evenly spaced, labelled by step: not to scale)"
 
 
 def _frame_axis(steps: list[int]) -> dict:
-    return dict(title=dict(text="step"), tickmode="array", tickvals=list(range(len(steps))),
+    return dict(title=dict(text=FRAME_AXIS), tickmode="array", tickvals=list(range(len(steps))),
                 ticktext=[f"{s:,}" for s in steps], range=[-0.3, len(steps) - 0.7])
 
 
-def role_lines(steps: list[int], series: np.ndarray, role: str, current: int, title: str) -> go.Figure:
-    """series (S, L, H): one line per head; the SHOWN_HEADS with the highest peak in colour."""
+def role_lines(steps: list[int], series: np.ndarray, role: str, current: int, title: str,
+               chance: float | None = None) -> go.Figure:
+    """series (S, L, H): one line per head; the SHOWN_HEADS with the highest peak in colour; `chance`, what
+    uniform attention would score, as a dashed grey line."""
     S, L, H = series.shape
     peak = np.nan_to_num(series, nan=0.0).max(0)  # (L, H)
     ranks = np.empty(L * H, dtype=int)
@@ -47,7 +53,12 @@ def role_lines(steps: list[int], series: np.ndarray, role: str, current: int, ti
                   legend=dict(font=dict(size=12)),
                   shapes=[dict(type="line", x0=current, x1=current, y0=0, y1=1, yref="paper",
                                line=dict(color=MARK, width=2, dash="dot"))])
-    return go.Figure(traces, layout=house(layout, title, 380))
+    fig = go.Figure(traces, layout=house(layout, title, 400))
+    if chance is not None:
+        fig.add_hline(y=chance, line=dict(color=CHANCE_COLOR, width=1.5, dash="dash"),
+                      annotation=dict(text=f"uniform attention {chance:.2f}", font=dict(color=CHANCE_COLOR)),
+                      annotation_position="top left")
+    return fig
 
 
 def word_map(xy: np.ndarray, words: list[str], groups: list[str], title: str, limit: float = 2.4) -> go.Figure:

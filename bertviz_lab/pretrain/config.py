@@ -76,7 +76,9 @@ class TrainConfig:
     # sees learning live. Short sequences buy a large batch for the same compute (BERT itself trained
     # 90% of its steps at 128 of its 512 positions); a batch of 128 steadies the gradient so the peak rate
     # can be 3e-3; the long warmup keeps that rate from stalling the post-LN model at the unigram plateau
-    # (warmup 20 stalls it); no dropout, because the generated text never repeats: nothing to overfit.
+    # (warmup 20 stalls it); no dropout: the generated text is drawn fresh for every batch, so there is no fixed
+    # training set to overfit (its sentences do recur: seed 0's 600 steps of pairs hold 269,513 sentences, 145,304
+    # distinct), and with 0.1 seed 0's held-out MLM loss does not halve in 600 steps (4.94 at step 600, not 1.85).
     steps: int = 600
     batch_size: int = 128
     seq_len: int = 32  # longest input in tokens; also the model's max_position_embeddings

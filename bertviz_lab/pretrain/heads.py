@@ -15,11 +15,17 @@ a pronoun to the noun it stands for (from the word's first token, to all of the 
 tokens), averaged over each sentence's links, then over the sentences that have such a link.
 The Time-lapse page and `python -m bertviz_lab heads` show them; the pretraining loop records
 them at each checkpoint step.
+
+A syntactic role whose links all go the same one word back (or forward) on the probe set is, there,
+the same attention as a positional role: on today's probes every verb's subject is the word just
+before it, so a previous-token head scores high on "verb → subject" without knowing any syntax.
+`twins` finds such roles from the probes' own links, and `twins_note` says so in one sentence (it
+is empty once the probes hold a link that is not to a neighbour).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -34,6 +40,38 @@ ROLE_NAMES = {"previous": "previous token", "next": "next token", "self": "itsel
               "sep": "[SEP]", "det_noun": "determiner → noun", "verb_subject": "verb → subject",
               "pronoun_referent": "pronoun → referent"}
 MAX_SENTENCES = 32
+LINK_WORDS = {"det_noun": ("determiner", "noun"), "verb_subject": ("verb", "subject"),
+              "pronoun_referent": ("pronoun", "referent")}  # a link's two ends, as the twins' note names them
+NEIGHBOURS = {-1: "previous", 1: "next"}  # a link's word offset -> the positional role it is on every link
+
+
+def twins(probes=PROBES) -> dict[str, str]:
+    """Syntactic role -> the positional role ('previous' or 'next') that every one of its links on `probes`
+    also is: the linked word is always the word just before (or after) the linking one."""
+    out = {}
+    for role in SYNTACTIC_ROLES:
+        offsets = {b - a for p in probes for a, b in p.links.get(role, ())}
+        if len(offsets) == 1 and (offset := offsets.pop()) in NEIGHBOURS:
+            out[role] = NEIGHBOURS[offset]
+    return out
+
+
+def twins_note(probes=PROBES) -> str:
+    """'In these probe sentences every verb's subject is the word just before it and ..., so ... cannot be
+    told apart from previous- and next-token heads here.'; empty when no syntactic role has a twin."""
+    found = sorted(twins(probes).items(), key=lambda item: POSITIONAL_ROLES.index(item[1]))
+    if not found:
+        return ""
+    where = {"previous": "before", "next": "after"}
+    # the second fact elides its verb: "every verb's subject is the word just before it and every determiner's
+    # noun the word just after"
+    facts = [f"every {LINK_WORDS[r][0]}'s {LINK_WORDS[r][1]}{' is' if n == 0 else ''} the word just "
+             f"{where[t]}{' it' if n == 0 else ''}" for n, (r, t) in enumerate(found)]
+    names = " and ".join(f"'{ROLE_NAMES[r]}'" for r, _ in found)
+    kinds = list(dict.fromkeys(t for _, t in found))  # previous-, next-token heads
+    heads = " and ".join([f"{k}-" for k in kinds[:-1]] + [f"{kinds[-1]}-token heads"])
+    return (f"In these probe sentences {' and '.join(facts)}, so {names} cannot be told apart from {heads} "
+            "here.")
 
 
 @dataclass(frozen=True)
@@ -42,10 +80,11 @@ class HeadRoles:
     layers: int
     heads: int
     scores: dict[str, np.ndarray]  # role -> (L, H) in [0, 1]; syntactic roles only where links are known
+    twins: dict[str, str] = field(default_factory=dict)  # syntactic role -> positional role it is here (`twins`)
 
     def to_json(self) -> dict:
         return {"sentences": self.sentences, "layers": self.layers, "heads": self.heads,
-                "scores": {role: s.tolist() for role, s in self.scores.items()}}
+                "scores": {role: s.tolist() for role, s in self.scores.items()}, "twins": self.twins}
 
     def strongest(self, role: str) -> tuple[int, int, float]:
         """(layer, head, score) of the head that plays `role` most."""
@@ -137,4 +176,4 @@ def head_roles(model, tokenizer, sentences: list[str] | None = None) -> HeadRole
     encodings = [encode(tokenizer, model.config.max_tokens, t) for t in texts]
     weights = attention(model, encodings)
     return HeadRoles(texts, model.config.num_hidden_layers, model.config.num_attention_heads,
-                     roles_of(weights, encodings, probes))
+                     roles_of(weights, encodings, probes), twins(probes) if probes else {})

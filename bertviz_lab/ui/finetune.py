@@ -13,9 +13,11 @@ import streamlit as st
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures import finetune as figs
 from bertviz_lab.finetune import tasks
+from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import classroom, state
 from bertviz_lab.ui import pretrain as shared
+from bertviz_lab.ui.finetune_results import chance_of
 from bertviz_lab.ui.models import shown
 from bertviz_lab.ui.pretrain import REFRESH_S, curves_of
 from bertviz_lab.ui.state import SHIPPED
@@ -23,6 +25,7 @@ from bertviz_lab.ui.state import Finetune as K
 from bertviz_lab.ui.tables import percents, points
 from bertviz_lab.ui.widgets import chart
 from bertviz_lab.views import finetune as vf
+from bertviz_lab.views import finetune_dev as fd
 from bertviz_lab.views import pretrain as vp
 
 CSV = "csv"
@@ -173,8 +176,10 @@ def _live(run_dir: str) -> None:
         st.info("The curves appear with the first evaluation (the process is loading the task and the model).")
         return
     chart_pair({run.name: curves}, "finetune.live")
-    st.caption("Thin lines: each training batch (noisy). Bold: the dev set, which it never trains on. Chance is "
-               "about 1 / (number of labels) for balanced labels.")
+    base = chance_of(run)
+    st.caption("Thin lines: each training batch (noisy). Bold: the dev set, which it never trains on."
+               + (f" Chance here: always answering \u201c{base.label}\u201d gets {base.share:.1%} of these "
+                  f"{base.items:,} dev items, the accuracy to beat." if base is not None else ""))
 
 
 def chart_pair(curves: dict, key: str, train: bool = True) -> None:
@@ -208,12 +213,28 @@ def compare_runs(all_runs: list[runs.RunInfo]) -> None:
                             help="E.g. the same task from the pretrained model and from a random one of the same size.")
     if not chosen:
         return
-    legend = vf.legends([r for r in all_runs if r.name in chosen])
+    picked = [r for r in all_runs if r.name in chosen]
+    legend = vf.legends(picked)
     curves = {legend[name]: curves_of(paths[name]) for name in chosen}
     left, right = st.columns(2)
     chart(figs.accuracy_curves(curves, train=False), "finetune-compare-accuracy", left, key="finetune.compare.acc")
     chart(figs.loss_curves(curves, held_out=False), "finetune-compare-loss", right, key="finetune.compare.loss")
-    st.caption("Each colour is one run, on the same axes. Read the dev accuracy against the steps: a pretrained "
-               "start is usually well above chance from the first evaluations on, while a random model of the same "
-               "size starts at chance and climbs slowly, if at all. Put a start pretrained with NSP against one "
-               "without on coherence to see what NSP adds. Compare runs of one task: chance differs between tasks.")
+    st.caption("Each colour is one run, on the same axes. Compare runs of one task: chance differs between tasks. "
+               "Overlay a start from random weights, or one pretrained without NSP, on the same task to see what "
+               "pretraining, or NSP, is worth there. What these runs show:")
+    outcomes = [o for o in (outcome(r, legend[r.name]) for r in picked) if o is not None]
+    st.markdown("\n".join(f"- {note}" for note in fd.compare_notes(outcomes)))
+
+
+def outcome(run: runs.RunInfo, legend: str) -> fd.Outcome | None:
+    """The run's first and last dev accuracy against chance; None before its first evaluation."""
+    held, base = curves_of(run.path).eval, chance_of(run)
+    try:
+        cfg = FinetuneConfig.from_dict(run.config)
+    except (LabError, TypeError):
+        return None
+    if base is None or held.empty or "dev_acc" not in held:
+        return None
+    first, last = held.iloc[0], held.iloc[-1]
+    return fd.Outcome(legend, cfg.source, vf.start_kind(cfg), (int(first["step"]), float(first["dev_acc"])),
+                      (int(last["step"]), float(last["dev_acc"])), base)

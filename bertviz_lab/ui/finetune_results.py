@@ -48,6 +48,29 @@ def task_of(run: runs.RunInfo) -> Task:
     return _task(str(run.path), _mtime(run.path / TASK_FILE))
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _chance(run_dir: str, version: int, n: int) -> fd.Chance:
+    return fd.chance(_task(run_dir, version), n)
+
+
+def chance_of(run: runs.RunInfo) -> fd.Chance | None:
+    """Chance on the dev items the run's curves score; None while its task or settings cannot be read."""
+    try:
+        n = FinetuneConfig.from_dict(run.config).eval_examples
+        return _chance(str(run.path), _mtime(run.path / TASK_FILE), n)
+    except (LabError, TypeError):
+        return None
+
+
+def start_facts(cfg: FinetuneConfig) -> fd.StartFacts:
+    """What the run's start brings: read from the checkpoint it started from (cached, shared)."""
+    if not cfg.checkpoint:
+        return fd.StartFacts(pretrained=False, pooler=False, nsp=False)
+    model = cached_checkpoint(cfg.checkpoint, device_name()).model
+    nsp = bool(getattr(model, "has_nsp", False)) or vf.checkpoint_nsp(cfg.checkpoint) is True
+    return fd.StartFacts(pretrained=True, pooler=model.bert.pooler is not None, nsp=nsp)
+
+
 @st.cache_resource(max_entries=8, show_spinner="Reading the dev set…")
 def _dev(run_dir: str, checkpoint: str, version: int, device: str, seq_len: int, limit: int) -> fd.DevPass:
     ckpt = cached_checkpoint(checkpoint, device)
@@ -73,9 +96,12 @@ def _before(run_dir: str, config: str, version: int, device: str) -> fd.DevPass:
 def dev_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     report = fd.report(dev_of(run, cfg))
     what = "tagged words" if report.kind == TOKEN else "dev examples"
+    base = chance_of(run)
     st.markdown(f"The latest checkpoint, **{run.checkpoint.name}**, gets **{report.accuracy:.1%}** of "
                 f"{report.items:,} {what} right" + (f" (in {report.examples:,} dev sentences)" if report.kind == TOKEN
-                                                     else "") + ".")
+                                                     else "") + "." +
+                (f" Always answering \u201c{base.label}\u201d would get {base.share:.1%}: this is "
+                 f"{fd.versus_chance(report.accuracy, base)}." if base is not None else ""))
     left, right = st.columns([3, 2])
     chart(figs.confusion_heatmap(report.confusion, list(report.labels), "Confusion matrix"),
           f"{run.name}-confusion", where=left)
@@ -132,8 +158,8 @@ def try_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     right.dataframe(percents(pd.DataFrame({"label": result.labels, "probability": result.probs,
                                            "logit": result.logits}), "probability"),
                     hide_index=True, key="finetune.probs", column_config={"logit": number("%.4f")})
-    right.caption("The classifier reads [CLS] after the last layer, through the pooler (tanh of a linear map), "
-                  "and gives one logit per label; the probabilities are their softmax.")
+    right.caption(f"The classifier reads {ckpt.tokenizer.specials['cls']} after the last layer, through the pooler "
+                  "(tanh of a linear map), and gives one logit per label; the probabilities are their softmax.")
 
 
 def picture_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
@@ -141,20 +167,19 @@ def picture_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     before = _before(str(run.path), json.dumps(cfg.to_dict(), sort_keys=True), _mtime(run.path / TASK_FILE),
                      device_name())
     pic = fd.picture(before, after)
-    token = after.kind == TOKEN
+    cls = cached_checkpoint(str(run.checkpoint), device_name()).tokenizer.specials["cls"]
     what = (f"the first {len(pic.labels):,} tagged words of the dev set (each word's vector at its first piece)"
-            if token else f"the {len(pic.labels):,} dev examples (the pooled [CLS] vector of each)")
+            if after.kind == TOKEN else f"the {len(pic.labels):,} dev examples (the pooled {cls} vector of each)")
     chart(figs.before_after(pic.points, pic.explained, pic.labels, pic.texts, "The dev set as the classifier sees it",
                             list(after.labels)), f"{run.name}-before-after")
     start = "the pretrained encoder with a fresh, random classifier" if cfg.checkpoint else "random weights"
     st.caption(f"Each point is one of {what}, projected to 2-D by PCA (each picture its own axes) and coloured by "
                f"its true label; hover for the text. Before: the model the run started from ({start}), rebuilt "
-               f"with its seed. After: {run.checkpoint.name}. Fine-tuning moves the vectors so that one linear "
-               "layer can separate the colours."
-               + (" This run is a linear probe: the encoder stays frozen, so both pictures are the same and only "
-                  "the classifier's boundary through them moved." if cfg.freeze_encoder else "")
-               + (" Colours already apart before fine-tuning mean the pretrained [CLS] vector held the answer: NSP "
-                  "trains it on sentence pairs much like these." if cfg.checkpoint and after.kind == PAIR else ""))
+               f"with its seed. After: {run.checkpoint.name}. "
+               + ("This run is a linear probe: the encoder stays frozen, so both pictures are the same and only "
+                  "the classifier's boundary through them moved. " if cfg.freeze_encoder else
+                  "Full fine-tuning moves the vectors as the loss asks, toward colours one linear layer separates. ")
+               + fd.start_note(after.kind, cfg.task, start_facts(cfg), cls))
 
 
 TABS = {"On the dev set": dev_tab, "Try it": try_tab, "Before and after": picture_tab}

@@ -118,7 +118,7 @@ def _computed(key: tuple, name: str, args: tuple, _view: Callable, _ckpt: Checkp
 
 
 def computed(ckpt: Checkpoint, view: Callable, *args):
-    """`view(model, tokenizer, *args)` (a views/lesson.py function) for the active model, cached per model,
+    """`view(model, tokenizer, *args)` (a function of views/lesson*.py) for the active model, cached per model,
     device and inputs and shared by every session: a redraw (a guess picked, Reveal) runs no forward pass
     again. Bad input raises its InputError as before (an exception is not cached)."""
     return _computed(model_key(ckpt), f"{view.__module__}.{view.__qualname__}", args, view, ckpt)
@@ -165,11 +165,14 @@ def ask(question: vl.Question, about: tuple, solve: Callable[[], vl.Quiz]) -> vl
 
 
 def verdict(answered: vl.Answered) -> None:
+    """Right, not this time, or (where the model gives no clear answer) not scored; the model's numbers behind it."""
     quiz = answered.quiz
     stop = "" if str(quiz.answer)[-1:] in ".?!" else "."  # a sentence as the answer has its own
     text = (f"The model's answer: **{plain(str(quiz.answer))}**{stop} {plain(quiz.why)}  \n"
             f"Score: {vl.score(state.get(K.ANSWERS))}.")
-    if answered.right:
+    if not quiz.scored:
+        st.info(f"{quiz.unclear}: not scored. " + text, icon=":material/balance:")
+    elif answered.right:
         st.success("Right! " + text, icon=":material/check_circle:")
     else:
         st.error("Not this time. " + text, icon=":material/cancel:")
@@ -231,7 +234,7 @@ def probes(ckpt: Checkpoint, task: str) -> runs.ProbeResult:
             slot.lock.acquire()
     try:
         if slot.result is None:
-            bar = st.progress(0.0, text="Fine-tuning: reading the task…")
+            bar = st.progress(0.0, text="Linear probe: reading the task…")
             slot.result = runs.compare_probes(ckpt.model, ckpt.tokenizer, task,
                                               lambda share, text: bar.progress(share, text))
             bar.empty()

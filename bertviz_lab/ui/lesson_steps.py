@@ -1,14 +1,16 @@
 """The Lesson page's ten steps, one renderer each: the inputs the step reads, what can be shown before the
 guess, the question (ui/lesson.py's `ask`), and the live view the Reveal unlocks.
 
-Every renderer takes the active model's checkpoint; every number comes from views/ (lesson.py and
-lesson_runs.py, over attention, predict, neighbours and representations) and every chart from figures/.
+Every renderer takes the active model's checkpoint; every number comes from views/ (lesson.py, lesson_vectors.py,
+lesson_heads.py and lesson_runs.py, over attention, predict, neighbours and representations) and every chart
+from figures/.
 Bad input and missing heads raise InputError, which the page shows as a sentence (`ui.lesson.shown_errors`).
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import streamlit as st
 
@@ -27,14 +29,18 @@ from bertviz_lab.ui.tables import number, numbers
 from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import lesson as vl
+from bertviz_lab.views import lesson_heads as vlh
 from bertviz_lab.views import lesson_runs as runs
+from bertviz_lab.views import lesson_vectors as vlv
 from bertviz_lab.views import predict
+from bertviz_lab.views import representations as rv
 
 MASKED_LABEL = "The lesson's sentence (with [MASK] where BERT should guess a word)"
 ATTENTION_LABEL = "The attention sentence"
 
 
 def tokens(ckpt: Checkpoint) -> None:
+    st.caption(vl.framing_note(ckpt.tokenizer))
     text = ui.sentence(K.MASKED, MASKED_LABEL)
     encoding = ui.encode(ckpt, text)
     quiz = vl.tokens(encoding)
@@ -44,20 +50,20 @@ def tokens(ckpt: Checkpoint) -> None:
 
 def embeddings(ckpt: Checkpoint) -> None:
     text = ui.sentence(K.MASKED, MASKED_LABEL)
-    words = vl.embedding_words(ui.encode(ckpt, text), ckpt.tokenizer)
+    words = vlv.embedding_words(ui.encode(ckpt, text), ckpt.tokenizer)
     if not words:
         st.info("The sentence has no word that is a single token of this model's vocabulary: type another.")
         return
-    word = ui.choice(K.WORD, "Word to look up", words, vl.content_word(words), format_func=vl.shown)
+    word = ui.choice(K.WORD, "Word to look up", words, vlv.content_word(words), format_func=vlv.shown)
     config = ckpt.config
     st.caption(f"This model's embedding matrix: {config.vocab_size:,} rows (one per token) of "
-               f"{config.embedding_width} numbers.")
-    quiz, options, nearest = ui.computed(ckpt, vl.embeddings, word)
+               f"{config.embedding_width} numbers. {rv.embedding_layer(config)}")
+    quiz, options, nearest = ui.computed(ckpt, vlv.embeddings, word)
     if answered := ui.ask(quiz.question, ui.basis(ckpt, text, word), lambda: quiz):
         chart(answer_bars(options["token"].tolist(), options["cosine"].tolist(), quiz.answer, answered.guess,
-                          f"Cosine with “{vl.shown(word)}” (its nearest row, then rows far down the ranking)",
+                          f"Cosine of each option's embedding row with “{vlv.shown(word)}”'s",
                           x_title="cosine similarity"), "lesson_embeddings")
-        st.caption(f"The 8 rows nearest to “{vl.shown(word)}”: words used in similar ways.")
+        st.caption(f"The 8 rows nearest to “{vlv.shown(word)}”, words and pieces alike.")
         st.dataframe(nearest, column_config=numbers(nearest), hide_index=True)
 
 
@@ -75,13 +81,15 @@ def heads(ckpt: Checkpoint) -> None:
                "column = the token looked at (key); darker = more weight. Every row sums to 1.")
     chart(attention_grid(grid.weights, grid.col_axis, grid.row_axis, view.heads_on,
                          f"All {view.num_layers * view.num_heads} heads on this sentence"), "lesson_heads")
-    quiz, table = vl.previous_token(view)
+    quiz, table = vlh.previous_token(view, ui.computed(ckpt, vlh.previous_elsewhere, text))
     if answered := ui.ask(quiz.question, ui.basis(ckpt, text), lambda: quiz):
         top = table.head(12)
         shown = "" if len(top) == len(table) else f" (the {len(top)} of {len(table)} heads that do it most)"
         chart(answer_bars(top["head"].tolist(), top["score"].tolist(), quiz.answer, answered.guess,
                           "Weight on the previous token, mean over the words" + shown, value_format=".0%",
-                          x_title="previous-token score"), "lesson_previous_token")
+                          x_title="previous-token score",
+                          reference=(vlh.CLEAR / len(view.tokens), f"{vlh.CLEAR} × even attention")),
+              "lesson_previous_token")
 
 
 def softmax(ckpt: Checkpoint) -> None:
@@ -91,14 +99,18 @@ def softmax(ckpt: Checkpoint) -> None:
         state.forget(K.HEAD)
         state.put(K.HEAD_FOR, str(ckpt.path))
     names = av.head_names(view.num_layers, view.num_heads)
-    name = ui.choice(K.HEAD, "Head", names, lambda: ui.computed(ckpt, vl.pronoun_head),
-                     help="It starts on the head that, on the lab's probe sentences, links pronouns to the "
-                          "nouns they stand for most.")
+    pronouns = ui.computed(ckpt, vlh.pronoun_heads, text)  # None: the model reads too few tokens for them
+    name = ui.choice(K.HEAD, "Head", names, pronouns.best if pronouns else names[0],
+                     help="It starts on the head that follows pronouns to their nouns most on other sentences "
+                          "(this one left out); the note below says how it does on sentences held out from that "
+                          "choice.")
     layer, head = (int(part[1:]) for part in name.split())
+    if pronouns:
+        st.caption(plain(pronouns.note(layer, head)))
     query = av.default_query(view)
     st.markdown(f"The query: **{plain(view.tokens[query])}** (position {query}); "
                 f"{av.sqrt_head_dim(view.head_dim)}.")
-    quiz, steps = vl.strongest_key(view, layer, head, query)
+    quiz, steps = vlh.strongest_key(view, layer, head, query)
     if ui.ask(quiz.question, ui.basis(ckpt, text, name), lambda: quiz):
         chart(softmax_bars(av.weights_by_key(view, steps), f"Weights from “{view.tokens[query]}” in {name}"),
               "lesson_softmax")
@@ -127,9 +139,9 @@ def loss(ckpt: Checkpoint) -> None:
 
 def next_sentence(ckpt: Checkpoint) -> None:
     text_a = ui.sentence(K.NSP_A, "Sentence A")
-    text_b = ui.sentence(K.NSP_B, "Sentence B: the one that really comes next")
-    st.caption("BERT also reads A with a sentence from another story of the lab's corpus; which pair looks "
-               "like a real continuation to it?")
+    text_b = ui.sentence(K.NSP_B, "Sentence B")
+    st.caption("BERT reads A with this sentence B, and with a sentence from another story of the lab's corpus; "
+               "which pair looks more like a real continuation to it?")
     quiz, table = ui.computed(ckpt, vl.next_sentence, text_a, text_b)
     if answered := ui.ask(quiz.question, ui.basis(ckpt, text_a, text_b), lambda: quiz):
         chart(answer_bars(table["sentence B"].tolist(), table["P(IsNext)"].tolist(), quiz.answer, answered.guess,
@@ -150,8 +162,7 @@ def training(ckpt: Checkpoint) -> None:
         chart(ui.training_chart(train, held_out), "lesson_training")
         first, last = held_out[0]["mlm_loss"], held_out[-1]["mlm_loss"]
         st.caption(f"Seed {seed}: held-out loss {first:.3f} at step 0, {last:.3f} after {held_out[-1]['step']} "
-                   "steps. This early, a model has mostly learned which words are common; the Pretrain page "
-                   "trains for longer.")
+                   f"steps. {runs.frequency_note(held_out, vocab)} The Pretrain page trains for longer.")
         if st.button("Train again with a new seed", key=K.RETRAIN.name, icon=":material/replay:"):
             ui.train_live(seed + 1)
             st.rerun()
@@ -168,8 +179,8 @@ def fine_tuning(ckpt: Checkpoint) -> None:
                           f"Dev accuracy of a linear probe, {result.task}", value_format=".1%",
                           x_title="dev accuracy", reference=(result.majority, "commonest label")),
               "lesson_finetune")
-        st.caption("The Fine-tune page trains the whole model, not just a probe, in the background, and compares "
-                   "runs on one chart.")
+        shipped = Path(ckpt.path).resolve() == (state.SHIPPED / "bertviz-mini").resolve()
+        st.caption(runs.full_fine_tuning(task, shipped))
         if st.button("Open the Fine-tune page", key=f"{K.REVEAL.name}.finetune", icon=":material/tune:"):
             st.switch_page("pages/finetune.py")
 
@@ -178,13 +189,16 @@ def contextual(ckpt: Checkpoint) -> None:
     word = ui.sentence(K.SENSE_WORD, "Word")
     first = ui.sentence(K.SENSE_A, "Sentence 1")
     second = ui.sentence(K.SENSE_B, "Sentence 2 (the word in another sense)")
-    quiz, table = ui.computed(ckpt, vl.contextual, word, [first, second])
-    if ui.ask(quiz.question, ui.basis(ckpt, word, first, second), lambda: quiz):
-        low = min(0.0, float(table["cosine"].min()) - 0.05)
-        chart(sense_lines(table, ["cosine"], f"Cosine of the two “{word.strip()}” vectors, layer by layer",
-                          y_title="cosine", y_range=[low, 1.02]), "lesson_contextual")
-        st.caption("Try two sentences that use the word in the same sense, and compare how close its vectors "
-                   "stay. The Representations page compares a word in many sentences, by sense.")
+    third = ui.sentence(K.SENSE_C, "Sentence 3 (the word in sentence 1's sense again)")
+    quiz, table = ui.computed(ckpt, vlv.contextual, word, [first, second, third])
+    if ui.ask(quiz.question, ui.basis(ckpt, word, first, second, third), lambda: quiz):
+        pairs = [vlv.SAME, vlv.OTHER]
+        low = min(0.0, float(table[pairs].min().min()) - 0.05)
+        chart(sense_lines(table, pairs, f"Cosine of sentence 1's “{word.strip()}” with the other two, within "
+                                        "each layer", y_title="cosine", y_range=[low, 1.02]), "lesson_contextual")
+        st.caption("Read the two lines at one layer at a time: each layer has its own geometry (in some, every "
+                   "vector points much the same way), so a cosine at one layer does not compare with one at "
+                   "another. The Representations page compares a word in many sentences, by sense.")
 
 
 STEPS = (tokens, embeddings, heads, softmax, mask, loss, next_sentence, training, fine_tuning, contextual)

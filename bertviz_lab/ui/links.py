@@ -163,7 +163,7 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
                Param("word", Lesson.TRUE_WORD, text(100)), Param("attn", Lesson.ATTENTION, text()),
                Param("nsp_a", Lesson.NSP_A, text()), Param("nsp_b", Lesson.NSP_B, text()),
                Param("sense_word", Lesson.SENSE_WORD, text(100)), Param("sense_a", Lesson.SENSE_A, text()),
-               Param("sense_b", Lesson.SENSE_B, text())),
+               Param("sense_b", Lesson.SENSE_B, text()), Param("sense_c", Lesson.SENSE_C, text())),
 }
 RESTORED, NOTES = Classroom.RESTORED, Classroom.NOTES
 

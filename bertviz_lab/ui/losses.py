@@ -38,9 +38,13 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def step_tokens(w):
-    st.caption("The tokenizer splits the text into WordPiece tokens and frames it: [CLS] A [SEP] B [SEP]. "
-               "Segment A = 0, segment B = 1.")
-    st.dataframe(wide(lesson.token_table(w)[["position", "token", "id", "segment"]]))
+    segments = {0: "This model has no segment embeddings: it tells A from B only by the separator tokens.",
+                1: "Every token gets segment 0: this model has one segment vector, added to A and B alike, so it "
+                   "tells them apart only by the separator tokens."}
+    st.caption(f"The tokenizer splits the text into {w.tokenizer_kind} tokens and frames a pair as {w.framing}. "
+               + segments.get(w.segments, "Segment A = 0, segment B = 1."))
+    table = lesson.token_table(w)
+    st.dataframe(wide(table[["position", "token", "id", "segment" if "segment" in table else "sentence"]]))
 
 
 def step_positions(w):

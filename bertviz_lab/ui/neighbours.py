@@ -14,14 +14,13 @@ import numpy as np
 import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
-from bertviz_lab.corpus.senses import SENSE_SETS
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import representations as figs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.representations import model_key
 from bertviz_lab.ui.state import Representations as K
 from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import MAX_CHARS, chart
+from bertviz_lab.ui.widgets import MAX_CHARS, WORD_START, chart, plain
 from bertviz_lab.views import inputs
 from bertviz_lab.views import neighbours as nv
 
@@ -87,12 +86,13 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     except InputError as exc:
         st.warning(str(exc))
         return
-    choices = [i for i, s in enumerate(encoding.sequence_ids) if s is not None]  # not [CLS] or [SEP]
+    choices = [i for i, s in enumerate(encoding.sequence_ids) if s is not None]  # not the special tokens
     if not choices:
         st.warning("Type a sentence with at least one word.")
         return
+    senses = nv.sense_words(ckpt.tokenizer, text, encoding)  # position -> "bank", whatever its spelling (Ġbank)
     state.keep_valid(K.NN_TOKEN, choices)
-    state.setdefault(K.NN_TOKEN, next((i for i in choices if encoding.tokens[i] in SENSE_SETS), choices[0]))
+    state.setdefault(K.NN_TOKEN, min(senses, default=choices[0]))
     L = ckpt.config.num_hidden_layers
     state.keep_valid(K.NN_LAYER, range(L + 1))
     state.setdefault(K.NN_LAYER, L)
@@ -112,11 +112,15 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     with right:
         st.markdown(f"**Contextual: “{token}” in your sentence after layer {figs.layer_name(layer)}**")
         query = _query(model_key(ckpt), tuple(encoding.ids), position, ckpt, encoding)
-        table = nv.contextual_neighbours(bank, query[layer], layer, int(k), token)
+        table = nv.contextual_neighbours(bank, ckpt.tokenizer, query[layer], layer, int(k),
+                                         word=senses.get(position), own=tuple(encoding.tokens))
         st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
-    st.caption(f"The bank: {len(bank.sentences):,} corpus sentences, {bank.size:,} word tokens ([CLS] and [SEP] "
-               "left out), each compared by cosine. «» marks the neighbour in its sentence; the sense column tells "
-               "the meaning of a sense-set word where the sentence shows it (— where it does not).")
+    specials = ckpt.tokenizer.specials
+    st.caption(f"The bank: {len(bank.sentences):,} corpus sentences, {bank.size:,} word tokens (special tokens such "
+               f"as {specials['cls']} and {specials['sep']} left out), each compared by cosine; your own sentence, "
+               "when the bank holds it, is left out (its token would find itself at cosine 1). «» marks the "
+               "neighbour in its sentence; the sense column tells the meaning of a sense-set word where the "
+               "sentence shows it (— where it does not).")
     st.subheader("Retrieval by sense, layer by layer")
     k = st.segmented_control("k", PRECISION_KS, required=True, key=K.PRECISION_K.name)
     try:
@@ -129,6 +133,19 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     st.caption(f"For each built-in sentence of a word (the first tab's sets), its {k} nearest occurrences of the "
                "same word in the bank (its own sentence left out) are compared by sense; dotted: what a random "
                "pick would score. When a sense has fewer than k other sentences, the share is of those there are.")
+
+
+def _row_of(token: str, kind: str) -> str:
+    """What the row shown is: for byte-level BPE and SentencePiece, a token with its space mark is the word
+    after a space (at a sentence's start BPE writes it otherwise); WordPiece has no such mark."""
+    mark = WORD_START.get(kind)
+    if mark is None:
+        return (f"The row of “{plain(token)}”: a piece that continues a word." if token.startswith("##") else
+                f"The row of “{plain(token)}”: {kind} writes the word alike wherever it stands.")
+    if token.startswith(mark):
+        return (f"The row of “{plain(token)}”: the word as it stands inside a sentence, after a space ({mark} "
+                "stands for it).")
+    return f"The row of “{plain(token)}”: a piece written without a space before it."
 
 
 def geometry_tab(ckpt: Checkpoint) -> None:
@@ -154,10 +171,13 @@ def geometry_tab(ckpt: Checkpoint) -> None:
         st.markdown("**Token embeddings.** The rows of the word-embedding matrix nearest to one word's row.")
         word = st.text_input("Word", key=K.GEO_WORD.name, max_chars=100)
         try:
-            table = nv.static_neighbours(ckpt.model, ckpt.tokenizer, nv.vocabulary_id(ckpt.tokenizer, word), 10)
-            st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
+            token_id = nv.vocabulary_id(ckpt.tokenizer, word)
         except InputError as exc:
             st.warning(str(exc))
+        else:
+            table = nv.static_neighbours(ckpt.model, ckpt.tokenizer, token_id, 10)
+            st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
+            st.caption(_row_of(ckpt.tokenizer.id_to_token(token_id), ckpt.tokenizer.kind))
     with right:
         st.markdown("**Anisotropy.** The mean cosine between unrelated tokens (different words in different "
                     "sentences of the bank) after each layer. Near 0, vectors spread in every direction; near 1, "

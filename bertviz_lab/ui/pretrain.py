@@ -196,14 +196,21 @@ def metric_row(curves: figs.Curves, nsp: bool) -> None:
                        help="Training speed over the last 20 steps.")
 
 
+# Held-out is other stories (or your text's last documents), not unseen sentences: the generator's sentences recur,
+# and about half of the held-out batches' sentences are in seed 0's 600 steps of training pairs (before truncation).
+CURVES_NOTE = ("Thin lines: each training batch (noisy). Bold: held-out stories, drawn apart from the training stream "
+               "(your own text: its last 10% of documents); sentences recur in both, so held-out means other stories, "
+               "not sentences the model never saw. Losses are in nats; guessing uniformly over the vocabulary scores "
+               "ln(vocabulary size).")
+
+
 def chart_grid(curves: dict[str, figs.Curves], key: str, train: bool = True, nsp: bool = True) -> None:
     """Loss and accuracy for MLM and NSP, then learning rate and speed (with train curves only)."""
     pairs = [(figs.loss_curves(curves, "mlm", train), figs.loss_curves(curves, "nsp", train)),
              (figs.accuracy_curves(curves, "mlm", train), figs.accuracy_curves(curves, "nsp", train))]
     if train:
         pairs.append((figs.lr_curve(curves), figs.throughput_curve(curves)))
-        st.caption("Thin lines: each training batch (noisy). Bold: held-out text the model never trains on. "
-                   "Losses are in nats; guessing uniformly over the vocabulary scores ln(vocabulary size).")
+        st.caption(CURVES_NOTE)
     for row, (left, right) in enumerate(pairs):
         a, b = st.columns(2)
         chart(left, f"{key}-{row}a", a, key=f"{key}.{row}a")

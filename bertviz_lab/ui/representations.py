@@ -23,6 +23,8 @@ from bertviz_lab.ui.tables import numbers, table_height
 from bertviz_lab.ui.widgets import MAX_CHARS, chart, plain
 from bertviz_lab.views import inputs
 from bertviz_lab.views import representations as rv
+from bertviz_lab.views.representations import embedding_layer
+from bertviz_lab.views.words import MAX_WORD_CHARS
 
 OWN = "your own sentences"
 BAR = "|"  # "money | i went to the bank ." : a sense, then the sentence
@@ -78,15 +80,16 @@ def _choose_set() -> None:
 
 
 def contexts_tab(ckpt: Checkpoint) -> None:
-    st.markdown("Seed 002: *bank* by a river and *bank* for money are one token with one input embedding, "
-                "but after BERT's layers each sentence gives the word its own vector. Compare them layer by layer.")
+    st.markdown("Seed 002: *bank* by a river and *bank* for money are the same token(s) with the same input "
+                "embedding wherever the tokenizer writes them alike, but after BERT's layers each sentence gives the "
+                "word its own vector. Compare them layer by layer.")
     state.init(K.SET, K.WORD)  # the set picker's callback writes these two: the widgets take them from the session
     state.setdefault(K.SENTENCES, set_lines(K.SET.default))
     state.keep_valid(K.SET, [*SENSE_SETS, OWN])
     left, right = st.columns([1, 3])
     left.selectbox("Start from", [*SENSE_SETS, OWN], key=K.SET.name, on_change=_choose_set,
                    format_func=lambda s: s if s == OWN else f"the “{s}” sentences")
-    word = left.text_input("Word to follow", key=K.WORD.name, max_chars=rv.MAX_WORD_CHARS)
+    word = left.text_input("Word to follow", key=K.WORD.name, max_chars=MAX_WORD_CHARS)
     text = right.text_area("Sentences, one per line (“sense | sentence”; the sense is optional and only colours "
                            "the charts)", key=K.SENTENCES.name, height=190, max_chars=MAX_CHARS)
     try:
@@ -95,14 +98,14 @@ def contexts_tab(ckpt: Checkpoint) -> None:
         st.warning(str(exc))
         return
     wic, L = found.wic, found.wic.layers - 1
-    if len(wic.pieces) > 1:
-        st.info(f"The tokenizer splits “{plain(wic.word)}” into {' '.join(wic.pieces)}: its vector in each "
-                "sentence is the mean of those pieces' vectors.")
+    note = rv.spelling_note(wic)
+    if note:
+        st.info(plain(note))
     state.keep_valid(K.LAYER, range(L + 1))
     state.setdefault(K.LAYER, L)  # the last layer first
     layer = st.select_slider("Layer", range(L + 1), key=K.LAYER.name, format_func=figs.layer_name,
-                             help="0 is the input embedding (token + position + segment, then LayerNorm); "
-                                  "1 to L are the outputs of the encoder layers.")
+                             help=f"0 is the embedding layer's output: {embedding_layer(ckpt.config)} 1 to L are "
+                                  "the outputs of the encoder layers.")
     labels = figs.sentence_labels(list(wic.sentences), list(found.senses))
     chart(figs.similarity_heatmap(found.sims[layer], labels, list(wic.sentences),
                                   f"Cosine similarity of “{wic.word}” across the sentences · layer "
@@ -113,6 +116,8 @@ def contexts_tab(ckpt: Checkpoint) -> None:
         if found.by_sense[[rv.SAME, rv.CROSS]].notna().all().all():
             chart(figs.sense_lines(found.by_sense, [rv.SAME, rv.CROSS], "Mean similarity by layer"),
                   f"same_vs_different_{wic.word}")
+            st.caption("Read the two lines at one layer at a time: each layer has its own geometry (anisotropy, "
+                       "see Embedding geometry), so a cosine at one layer does not compare with one at another.")
         else:
             st.info("Give at least two sentences one sense and one sentence another (“money | …”, "
                     "“river | …”) to compare same-sense and different-sense pairs.")
@@ -133,10 +138,12 @@ def _verdict(found: Contexts, layer: int) -> None:
         return
     closer = "closer than" if same > cross else "no closer than"
     first = found.by_sense.iloc[0]
+    spelled_alike = len(set(found.wic.spellings)) <= 1
     st.markdown(f"At layer {figs.layer_name(layer)}, two sentences with the same sense have mean cosine "
                 f"**{same:.3f}**, two with different senses **{cross:.3f}**: same-sense vectors are {closer} "
                 f"the rest. At the embeddings (layer 0) it was {first[rv.SAME]:.3f} vs {first[rv.CROSS]:.3f}: "
-                "there the word's vectors differ only by its position in the sentence.")
+                "there the word's vectors differ only by " + ("its position in the sentence." if spelled_alike else
+                                                             "its position and by the tokens it is written as."))
 
 
 # --- The logit lens --------------------------------------------------------------------------------------
@@ -147,8 +154,10 @@ def lens(key: tuple, ids: tuple[int, ...], _ckpt: Checkpoint, _encoding) -> rv.L
 
 def lens_tab(ckpt: Checkpoint) -> None:
     st.markdown("The MLM head turns the **last** layer's vector at [MASK] into a guess. Apply the same head "
-                "(dense, activation, LayerNorm, the tied word-embedding decoder) to every layer's vector and watch "
-                "at which layer the answer forms.")
+                "(dense, activation, LayerNorm, the tied word-embedding decoder) to every layer's vector: the logit "
+                "lens. The head was trained on the last layer's output only, so an earlier row shows what *this "
+                "head* can decode from that layer, not all that the layer knows: a layer can hold the answer in a "
+                "form the head cannot read, and a late first appearance does not prove the answer formed late.")
     if not ckpt.model.has_mlm:
         st.info("This checkpoint has no MLM head, so there is nothing to read at [MASK]. Pick another model.")
         return
@@ -178,6 +187,8 @@ def lens_tab(ckpt: Checkpoint) -> None:
     last = ckpt.tokenizer.id_to_token(mask.top(mask.probs.shape[0] - 1, 1)[0][0])
     st.caption(f"Columns: the top-{k} tokens after each layer with their probabilities, then the final answer "
                f"(“{last}”)'s probability and rank at every layer. The last row is exactly what Mask & predict "
-               f"shows: it equals the model's own output to within {found.final_difference:.1e}. Row 0 reads the "
-               "embeddings before any attention: there the head sees only the [MASK] token, its position and its "
-               "segment, nothing of the other words.")
+               f"shows: it equals the model's own output to within {found.final_difference:.1e}. Row 0 reads layer 0, "
+               f"the embedding layer's output, before any attention. {embedding_layer(ckpt.config)} So there the head "
+               f"sees only the {ckpt.tokenizer.mask_token} token"
+               f"{', its position and its segment' if ckpt.config.type_vocab_size > 1 else ' and its position'}, "
+               "nothing of the other words.")

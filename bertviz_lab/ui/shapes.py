@@ -102,10 +102,10 @@ def _inputs(ckpt: Checkpoint) -> tuple[Setup | None, list[str]]:
 
 def _batch(view: vs.ShapesView) -> None:
     st.subheader("The batch")
-    T = len(view.tokens[0])
+    T, pad = len(view.tokens[0]), view.pad_token
     st.caption(f"One row per sentence, one column per position. Every row is {T} positions long, the longest "
-               "sentence's length; shorter ones are filled up on the right with [PAD]. The attention_mask says "
-               "which positions are real: 1 for a real token, 0 for [PAD].")
+               f"sentence's length; shorter ones are filled up on the right with {pad}. The attention_mask says "
+               f"which positions are real: 1 for a real token, 0 for {pad}.")
     for what in ("tokens", "input_ids", "attention_mask"):
         st.markdown(f"**{what}**")
         st.dataframe(view.frame(what), height="content")
@@ -116,14 +116,19 @@ def _shapes(view: vs.ShapesView) -> None:
     st.code(view.printout(), language=None)
     B, T, d = view.shapes["last_hidden_state"]
     heads = view.shapes["attentions"][1]
+    cls = view.cls_token
+    pooler = (f"pooler_output is one vector per sentence: tanh(W · h{cls} + b), from the first token's ({cls}'s) "
+              "last hidden state." if view.has_pooler else
+              "This model has no pooler: it returns no pooler_output, only the vectors per token; a sentence-level "
+              f"head built on it starts from {cls}'s vector or from all of them.")
     st.caption(f"{B} = sentences in the batch · {T} = positions (the longest sentence) · {d} = hidden_size, the "
                f"numbers in each token's vector · {heads} = attention heads. last_hidden_state is hidden_states[-1]: "
-               "one vector per token. pooler_output is one vector per sentence: tanh(W · h[CLS] + b), "
-               "from the [CLS] token's last hidden state.")
+               f"one vector per token. {pooler}")
 
 
 def _attention(view: vs.ShapesView) -> None:
-    st.subheader("Attention never looks at [PAD]")
+    pad = view.pad_token
+    st.subheader(f"Attention never looks at {pad}")
     L, H = view.weights.shape[:2]
     B = len(view.tokens)
     cols = st.columns(3)
@@ -136,19 +141,19 @@ def _attention(view: vs.ShapesView) -> None:
     chart(figs.padded_attention(view.weights[layer, head], list(view.tokens[row]), real, title),
           f"padding_s{row + 1}_L{layer}_H{head}")
     st.caption("Each row is one query (the token looking) and sums to 1; the columns are the keys (the tokens "
-               "looked at). Layers and heads count from 0, as in the code. The [PAD] rows are computed too, but "
+               f"looked at). Layers and heads count from 0, as in the code. The {pad} rows are computed too, but "
                "no real token ever reads them.")
     if view.evenly_spread(layer, head):
         st.caption(f"Here every query spreads its weight almost evenly over the {real} real tokens, about 1/{real} ≈ "
                    f"{1 / real:.2f} each, because its scores q·k are all nearly equal. Small random weights do this; "
                    "a trained model has sharper patterns.")
     if real == T:
-        st.info(f"Sentence {row + 1} is the longest, so it has no [PAD]: pick a shorter one.")
+        st.info(f"Sentence {row + 1} is the longest, so it has no {pad}: pick a shorter one.")
     if view.pad_weight is None:
         st.info("Every sentence has the same length, so nothing was padded: make one sentence shorter.")
     else:
         value = "exactly 0" if view.pad_weight == 0.0 else f"{view.pad_weight:.3g}"
-        st.markdown(f"The largest weight any query puts on any [PAD] key, over all {B} sentences, {L} layers "
+        st.markdown(f"The largest weight any query puts on any {pad} key, over all {B} sentences, {L} layers "
                     f"and {H} heads: **{value}**.")
 
 
@@ -157,18 +162,19 @@ def _padding_changes_nothing(view: vs.ShapesView) -> None:
         return
     st.subheader("Padding changes nothing")
     gap = "exactly 0" if view.alone_difference == 0.0 else f"{view.alone_difference:.1e}"
+    pad, pooled = view.pad_token, ", and its pooler_output" if view.has_pooler else ""
     st.markdown("The largest |difference| between a padded sentence's real tokens (every hidden state, in every "
-                f"layer, and its pooler_output) and the same sentence run alone, without [PAD]: **{gap}**.")
-    st.caption("Why: the attention_mask replaces the score of every [PAD] key with −1e9 before the softmax, and "
-               "exp(−1e9) is 0, so [PAD] keys get weight 0 and no real token reads them; the [PAD] rows' own "
+                f"layer{pooled}) and the same sentence run alone, without {pad}: **{gap}**.")
+    st.caption(f"Why: the attention_mask replaces the score of every {pad} key with −1e9 before the softmax, and "
+               f"exp(−1e9) is 0, so {pad} keys get weight 0 and no real token reads them; the {pad} rows' own "
                "outputs are computed but ignored. What is left is float rounding: the same sums in another order.")
 
 
 def shapes_tab(ckpt: Checkpoint) -> None:
     """The whole tab: inputs and sizes, then the batch, its shapes, its attention and the padding check."""
     st.caption("Sentences of different lengths go through BERT together, as one batch: the shorter ones are "
-               "padded with [PAD], and the attention_mask tells the model to ignore the padding. Every shape and "
-               "number below is read from one forward pass of a real model.")
+               "padded with a pad token ([PAD] in BERT), and the attention_mask tells the model to ignore the "
+               "padding. Every shape and number below is read from one forward pass of a real model.")
     setup, errors = _inputs(ckpt)
     for message in errors:
         st.warning(plain(message))

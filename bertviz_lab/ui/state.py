@@ -321,11 +321,15 @@ class Lesson:
     NSP_B = Key("lesson.nsp_b", "it was a warm afternoon .")
     TASK = Key("lesson.task", "acceptability", one_of)  # the fine-tuning step's built-in task
     SENSE_WORD = Key("lesson.sense_word", "bank")
+    # The contextual step's sentences: "bank" stands at position 7 in sentences 1 and 2 (one vector at layer 0, in
+    # two senses) and at 6 in sentence 3, so the layer-0 cosines differ by construction, not by a tie.
     SENSE_A = Key("lesson.sense_a", "a fisherman was fishing on the bank .")
-    SENSE_B = Key("lesson.sense_b", "i went to the bank to deposit money .")
+    SENSE_B = Key("lesson.sense_b", "he put his money in the bank .")
+    SENSE_C = Key("lesson.sense_c", "the ducks sat on the bank of the river .")  # sentence 1's sense again
     GUESSES = tuple(Key(f"lesson.guess.{n}") for n in range(1, len(vl.STEPS) + 1))  # the class's guess per step
     REVEAL = Key("lesson.reveal")  # each step's Reveal button is this name + "." + the step
     ANSWERS = Key("lesson.answers", {})  # step -> views.lesson.Answered; replaced whole, never changed in place
     TRAINING = Key("lesson.training")  # the short training run: (seed, train records, held-out records)
     RETRAIN = Key("lesson.retrain")
-    INPUTS = (MASKED, TRUE_WORD, WORD, ATTENTION, HEAD, NSP_A, NSP_B, TASK, SENSE_WORD, SENSE_A, SENSE_B, *GUESSES)
+    INPUTS = (MASKED, TRUE_WORD, WORD, ATTENTION, HEAD, NSP_A, NSP_B, TASK, SENSE_WORD, SENSE_A, SENSE_B, SENSE_C,
+              *GUESSES)

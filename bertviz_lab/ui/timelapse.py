@@ -94,8 +94,10 @@ def controls(lapse: vt.TimeLapse) -> None:
     one = state.get(K.VIEW) == ONE_HEAD
     cols[2].selectbox("Layer", range(L), key=K.LAYER.name, disabled=not one)
     cols[3].selectbox("Head", range(H), key=K.HEAD.name, disabled=not one)
+    twins = vt.twins(lapse.frames[-1])
     cols[4].selectbox("Role", list(lapse.frames[-1]["roles"]), key=K.ROLE.name,
-                      format_func=lambda r: f"{r}: to {ROLE_NAMES.get(r, r)}")
+                      format_func=lambda r: f"{r}: to {ROLE_NAMES.get(r, r)}" + (
+                          f" (here: the {ROLE_NAMES[twins[r]]})" if r in twins else ""))
 
 
 def _toggle(last: int) -> None:
@@ -151,16 +153,27 @@ def _frame(lapse: vt.TimeLapse, playing: bool) -> None:
               key="lapse.loss")
     left, right = st.columns([3, 2])
     role = state.get(K.ROLE) or "previous"
+    chance = frame["chance"].get(role)
     chart(tfig.role_lines(steps, vt.role_series(lapse, role), role, index,
-                          f"Each head's score for {ROLE_NAMES.get(role, role)}"), f"timelapse_roles_{role}", left,
-          key="lapse.roles")
+                          f"Each head's score for {ROLE_NAMES.get(role, role)}", chance), f"timelapse_roles_{role}",
+          left, key="lapse.roles")
+    if chance is not None:
+        left.caption(f"Dashed: what a head attending evenly to every token would score ({chance:.2f}, about 1 / the "
+                     f"sentence's length); a head plays the role only well above it ({vt.CLEAR:g} times or more in "
+                     "the table below). One point per checkpoint, evenly spaced: the steps are not to scale."
+                     + (f" {vt.twins_note(frame)}" if role in vt.twins(frame) else ""))
     if frame["words"]:
         xy = vt.positions(lapse)[index]
         chart(tfig.word_map(xy, frame["words"], frame["groups"], f"Word embeddings at step {step:,}"),
               f"timelapse_{step}_words", right, key="lapse.words")
-        right.caption(f"The token embeddings of {len(frame['words'])} words, in their first two principal "
-                      f"components ({frame['explained']:.0%} of the variance), turned to line up with the next "
-                      "frame. Watch words of one kind gather.")
+        right.caption(word_map_note(len(frame["words"]), frame["explained"]))
+
+
+def word_map_note(words: int, explained: float) -> str:
+    return (f"The token embeddings of {words} words on their first two principal components, turned to line up "
+            f"with the next frame. These two axes hold {explained:.0%} of the variance of these embeddings; the other "
+            f"{1 - explained:.0%} lies in directions not drawn, so two words close here may still be far apart. "
+            "Within that, watch words of one kind gather.")
 
 
 def _caption(lapse: vt.TimeLapse, step: int) -> None:
@@ -173,14 +186,14 @@ def _caption(lapse: vt.TimeLapse, step: int) -> None:
 def formed(lapse: vt.TimeLapse) -> None:
     """One line per head that ends up playing the chosen role, with the step from which it does."""
     role = state.get(K.ROLE) or "previous"
-    found = vt.formed(lapse, role)
-    if not found:
+    lines = vt.formed_lines(lapse, role)
+    if not lines:
         st.caption(f"No head gives {vt.FORMED:.0%} or more of its attention to {ROLE_NAMES.get(role, role)} "
                    "at the last step.")
         return
-    st.markdown("\n".join(f"- **layer {f.layer} head {f.head}** becomes a *{ROLE_NAMES.get(role, role)}* head "
-                          f"around step **{f.step:,}** ({f.score:.0%} at step {lapse.steps[-1]:,})"
-                          for f in found))
+    st.markdown("\n".join(lines))
+    if role in vt.twins(lapse.frames[-1]):
+        st.caption(vt.twins_note(lapse.frames[-1]))
 
 
 def diff(lapse: vt.TimeLapse) -> None:
@@ -196,7 +209,10 @@ def diff(lapse: vt.TimeLapse) -> None:
     a.dataframe(changes.drop(columns=["layer", "index"]).head(8), hide_index=True,
                 column_config=numbers(changes, "%.3f"))
     a.caption("Distance: how much of each word token's attention moved (total variation, 0 to 1), averaged "
-              "over the probe sentences. Before and after: the role the head plays most, with its score.")
+              "over the probe sentences. Before and after: the role the head plays most, with its score, among "
+              f"the roles it scores at {vt.CLEAR:g} times uniform attention's score or more; below that, no clear "
+              "role (a head at step 0 spreads its attention nearly evenly). " + vt.twins_note(fb))
     predictions = vt.prediction_changes(fa, fb)
-    b.dataframe(percents(predictions, f"p at {first}", f"p at {last}"), hide_index=True)
-    b.caption(f"{int(predictions['changed'].sum())} of {len(predictions)} top guesses changed.")
+    b.dataframe(percents(predictions, f"p(guess) at {first}", f"p(guess) at {last}"), hide_index=True)
+    b.caption(f"{int(predictions['changed'].sum())} of {len(predictions)} top guesses changed. p(guess): the "
+              "probability the model gives its top guess, which may not be the true word.")

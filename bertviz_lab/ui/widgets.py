@@ -9,6 +9,7 @@ from functools import partial
 import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
+from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import ExportError, InputError
 from bertviz_lab.figures import export
@@ -19,6 +20,8 @@ from bertviz_lab.ui.state import Sentences
 from bertviz_lab.views import inputs
 
 MAX_CHARS = 100_000  # enough for 5,000+ words; the tokenizer truncates to what the model reads
+# tokenizer.kind -> the mark a token carries for the space before it (WordPiece marks the other pieces, ##)
+WORD_START = {"byte-level BPE": "Ġ", "SentencePiece Unigram": "▁"}
 
 
 def plain(text: str) -> str:
@@ -26,11 +29,23 @@ def plain(text: str) -> str:
     return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
 
 
-def sentence_inputs(keys: Sentences) -> tuple[str, str | None]:
-    """Sentence A and, when the pair toggle is on, sentence B (None when empty)."""
+def segments_help(config: BertConfig) -> str:
+    """How this model tells sentence B from sentence A: a segment vector each, or only the separator tokens."""
+    if config.type_vocab_size > 1:
+        return "Sentence A's tokens get segment 0 and sentence B's segment 1: the model adds each segment's vector."
+    if config.type_vocab_size == 1:
+        return ("This model has one segment vector, added to both sentences alike: it tells B from A only by the "
+                "separator tokens between them.")
+    return "This model has no segment embeddings: it tells B from A only by the separator tokens between them."
+
+
+def sentence_inputs(keys: Sentences, config: BertConfig | None = None) -> tuple[str, str | None]:
+    """Sentence A and, when the pair toggle is on, sentence B (None when empty). `config`: the active model's,
+    so the toggle's help says whether it has segment embeddings."""
     text_a = st.text_area("Sentence A", value=keys.text_a.default, key=keys.text_a.name, height=80,
                           max_chars=MAX_CHARS)
-    pair = st.toggle("Add a second sentence (segment B)", value=keys.pair.default, key=keys.pair.name)
+    pair = st.toggle("Add a second sentence", value=keys.pair.default, key=keys.pair.name,
+                     help=None if config is None else segments_help(config))
     text_b = None
     if pair:
         text_b = st.text_area("Sentence B", value=keys.text_b.default, key=keys.text_b.name, height=68,
@@ -94,8 +109,10 @@ def family_note(ckpt: Checkpoint, what: str | None = None) -> None:
     family, tokenizer = ckpt.family, ckpt.tokenizer
     if family.name == "bert":
         return
-    marker = {"byte-level BPE": " (Ġ marks a token that starts a word: it stands for the space before it)",
-              "SentencePiece Unigram": " (▁ marks a token that starts a word)"}.get(tokenizer.kind, "")
+    marker = {"byte-level BPE": f" ({WORD_START['byte-level BPE']} marks a token that starts a word: it stands for "
+                                "the space before it)",
+              "SentencePiece Unigram": f" ({WORD_START['SentencePiece Unigram']} marks a token that starts a word)"
+              }.get(tokenizer.kind, "")
     mask = tokenizer.mask_token
     typed = f" A typed [MASK] is read as its mask token, `{mask}`." if mask != "[MASK]" else ""
     st.info(f"**{family.title}**: {family.summary}. Its tokens are {tokenizer.kind}{marker}.{typed} "

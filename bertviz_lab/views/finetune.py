@@ -23,7 +23,7 @@ from bertviz_lab import atomic, files
 from bertviz_lab.bert.checkpoint import CARD_FILE
 from bertviz_lab.bert.classifier import TOKEN, BertClassifier
 from bertviz_lab.bert.config import PRESET_SHAPES
-from bertviz_lab.bert.tokenizer import FRAME_TOKENS, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import InputError, LabError
 from bertviz_lab.finetune import data
 from bertviz_lab.finetune import runs as ft_runs
@@ -36,7 +36,7 @@ from bertviz_lab.views import inputs
 @dataclass(frozen=True)
 class Classification:
     labels: tuple[str, ...]  # the classifier's classes, in logit order
-    tokens: list[str]  # the input's tokens, [CLS] and [SEP] included
+    tokens: list[str]  # the input's tokens, the frame tokens ([CLS] and [SEP]; RoBERTa's <s> and </s>) included
     logits: np.ndarray  # (C,) for a sequence head; (N, C) for a token head, one row per token of `rows`
     probs: np.ndarray  # softmax of logits, same shape
     rows: list[int]  # token head: the positions (in `tokens`) of the rows; [] for a sequence head
@@ -73,7 +73,8 @@ def classify(model: BertClassifier, tokenizer: WordPieceTokenizer, text: str, te
     model.eval()
     logits = model.classify(torch.tensor([encoding.ids], device=device),
                             torch.tensor([encoding.segment_ids], device=device))[0].float()  # (C,) or (T, C)
-    rows = [i for i, t in enumerate(encoding.tokens) if t not in FRAME_TOKENS] if model.level == TOKEN else []
+    # A tag per token of the text: the tokenizer's own frame tokens are left out, whatever it calls them.
+    rows = [i for i, frame in enumerate(encoding.special_mask) if not frame] if model.level == TOKEN else []
     if rows:
         logits = logits[rows]
     return Classification(model.labels, encoding.tokens, logits.cpu().numpy(),
@@ -133,12 +134,35 @@ def checkpoint_name(folder) -> str:
     """'bertviz-mini', or 'run-x step 900 (no NSP)' for a pretraining run's checkpoint."""
     folder = Path(folder)
     run = folder.parent.parent
-    if folder.parent.name == "checkpoints" and (run / "run.json").is_file():
+    if _in_run(folder):
         step = folder.name.rsplit("-", 1)[-1].lstrip("0") or "0"
-        name, nsp = f"{run.name} step {step}", _nsp(run / "run.json", "config")
+        name = f"{run.name} step {step}"
     else:
-        name, nsp = folder.name, _nsp(folder / CARD_FILE, "train_config")
-    return name + (" (no NSP)" if nsp is False else "")
+        name = folder.name
+    return name + (" (no NSP)" if checkpoint_nsp(folder) is False else "")
+
+
+def _in_run(folder: Path) -> bool:
+    return folder.parent.name == "checkpoints" and (folder.parent.parent / "run.json").is_file()
+
+
+def checkpoint_nsp(folder) -> bool | None:
+    """Whether the pretraining that made this checkpoint had NSP, as its run or model card recorded it
+    (None: not recorded, e.g. a Hub folder)."""
+    folder = Path(folder)
+    if _in_run(folder):
+        return _nsp(folder.parent.parent / "run.json", "config")
+    return _nsp(folder / CARD_FILE, "train_config")
+
+
+RANDOM, WITH_NSP, NO_NSP, PRETRAINED = "random", "pretrained with NSP", "pretrained without NSP", "pretrained"
+
+
+def start_kind(cfg: FinetuneConfig) -> str:
+    """How a run started: RANDOM weights, or pretrained WITH_NSP, NO_NSP, or (not recorded) PRETRAINED."""
+    if not cfg.checkpoint:
+        return RANDOM
+    return {True: WITH_NSP, False: NO_NSP, None: PRETRAINED}[checkpoint_nsp(cfg.checkpoint)]
 
 
 def _nsp(path: Path, key: str) -> bool | None:

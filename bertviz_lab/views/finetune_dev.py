@@ -6,11 +6,18 @@ the vector the classifier reads: the pooled [CLS] for a sentence or pair task, t
 at each word's first piece for a token task (the pieces `finetune.loop.word_labels` scores). A run
 is scored on the dev examples its curves use (the first `eval_examples`), so the accuracy here is the
 last point of its dev-accuracy curve.
+
+Also here, what the numbers allow a page to say: `chance` (the accuracy of always giving the commonest
+label, with the noise of the dev set's size), the notes under an overlay of runs (`compare_notes`: each
+run against chance, pretrained against random, NSP against none), and what the "before" picture can
+mean for the run's start (`start_note`: random weights, a pooler NSP trained, or a random pooler).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +31,7 @@ from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import EVAL_BATCH, Encoded, FineTuner, word_labels
 from bertviz_lab.finetune.tasks import PAIR, TOKEN, Example, Task
 from bertviz_lab.pretrain.config import max_threads
+from bertviz_lab.views.finetune import NO_NSP, RANDOM, WITH_NSP
 from bertviz_lab.views.representations import projection
 
 MAX_DEV = 2_000  # dev examples read at most (a built-in task has 400)
@@ -196,3 +204,132 @@ def picture(before: DevPass, after: DevPass) -> Picture:
         texts.append(f"{e.text.split(' ')[w]} · {e.text}" if w >= 0 else
                      e.text + (f" | {e.text_b}" if e.text_b is not None else ""))
     return Picture(points, explained, labels, texts)
+
+
+# --- What the numbers allow us to say ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Chance:
+    """The accuracy to beat: always giving the commonest label of the scored dev items."""
+    label: str
+    share: float
+    items: int
+
+    @property
+    def noise(self) -> float:
+        """Two standard errors of an accuracy near `share` on `items` items (about: a tag task's words are
+        not independent): a difference this small could come from which examples the dev set holds."""
+        return 2 * math.sqrt(self.share * (1 - self.share) / max(self.items, 1))
+
+
+def chance(task: Task, n: int) -> Chance:
+    """Chance on the first n dev examples, the ones a run's curves score (a tag task: over their words)."""
+    labels = [t for e in task.dev[:n] for t in e.tags] if task.kind == TOKEN else [e.label for e in task.dev[:n]]
+    label, count = Counter(labels).most_common(1)[0]
+    return Chance(label, count / len(labels), len(labels))
+
+
+def _side(accuracy: float, base: Chance) -> str:
+    gap = accuracy - base.share
+    return "near" if abs(gap) <= base.noise else "above" if gap > 0 else "below"
+
+
+def versus_chance(accuracy: float, base: Chance) -> str:
+    """'12.5 points above chance', 'near chance (within 2.5 points)' or '3.0 points below chance'."""
+    side = _side(accuracy, base)
+    if side == "near":
+        return f"near chance (within {100 * base.noise:.1f} points, the noise of {base.items:,} dev items)"
+    return f"{100 * abs(accuracy - base.share):.1f} points {side} chance"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One run of an overlay: where its dev accuracy started and ended, against its task's chance."""
+    legend: str
+    task: str  # the built-in task's name or the CSV's
+    start: str  # views.finetune.start_kind: random, pretrained with / without NSP, pretrained
+    first: tuple[int, float]  # (step, dev accuracy) of the first evaluation
+    last: tuple[int, float]
+    chance: Chance
+
+
+COHERENCE_NOTE = ("Coherence is built like NSP, by the same story generator: B is the next sentence of A's story, "
+                  "or a sentence of another story. A start pretrained with NSP has practised this very task, so its "
+                  "gain here is no evidence that pretraining helps tasks in general.")
+
+
+def _difference(a: Outcome, b: Outcome) -> tuple[float, float]:
+    """a's last accuracy minus b's, and two standard errors of that difference on the dev items."""
+    (pa, pb), n = (a.last[1], b.last[1]), a.chance.items
+    return pa - pb, 2 * math.sqrt((pa * (1 - pa) + pb * (1 - pb)) / max(n, 1))
+
+
+def _gap(a: Outcome, b: Outcome) -> str:
+    """a's last accuracy against b's, in points, or 'no clear difference' within two standard errors."""
+    (gap, noise), text = _difference(a, b), f"{a.last[1]:.1%} vs {b.last[1]:.1%}"
+    return f"{text}, no clear difference (within {100 * noise:.1f} points)" if abs(gap) <= noise else \
+        f"{text}, {100 * gap:+.1f} points"
+
+
+def _scratch_note(task: str, r: Outcome, pretrained: list[Outcome]) -> str:
+    """What a random start's end says about the task: only a pretrained run as good (within the noise)
+    makes it a task that shows little of what pretraining is worth."""
+    side = _side(r.last[1], r.chance)
+    if side != "above":
+        return (f"Random weights end {side} chance on {task} after {r.last[0]:,} steps: with these settings "
+                "its training examples alone did not teach it.")
+    above = f"from its training examples alone ({100 * (r.last[1] - r.chance.share):.1f} points above chance)"
+    if not pretrained:
+        return f"Random weights learn some of {task} {above}; overlay a pretrained run to see what pretraining adds."
+    best = max(pretrained, key=lambda o: o.last[1])
+    gap, noise = _difference(best, r)
+    if gap > noise:
+        return (f"Random weights learn some of {task} {above}, but the {best.start} start ends {100 * gap:.1f} "
+                "points higher.")
+    if gap < -noise:
+        return f"Random weights learn {task} {above}, and end {-100 * gap:.1f} points above the {best.start} start."
+    return (f"Random weights learn {task} too, as well as the {best.start} start (within {100 * noise:.1f} "
+            "points): its training examples alone teach it, so this task shows little of what pretraining is worth.")
+
+
+def compare_notes(outcomes: list[Outcome]) -> list[str]:
+    """What the overlaid runs show, each sentence true of these runs' own numbers and starts."""
+    notes = [f"{o.legend}: {o.first[1]:.1%} at step {o.first[0]:,}, {o.last[1]:.1%} at step {o.last[0]:,}; "
+             f"always answering \u201c{o.chance.label}\u201d scores {o.chance.share:.1%}, so it ends "
+             f"{versus_chance(o.last[1], o.chance)}." for o in outcomes]
+    for task in dict.fromkeys(o.task for o in outcomes):
+        runs = [o for o in outcomes if o.task == task]
+        scratch = [o for o in runs if o.start == RANDOM]
+        pretrained = [o for o in runs if o.start != RANDOM]
+        notes += [_scratch_note(task, r, pretrained) for r in scratch]
+        for p in pretrained:
+            notes += [f"On {task}, {p.start} against random weights: {_gap(p, r)}." for r in scratch]
+        notes += [f"On {task}, with NSP against without: {_gap(a, b)}." for a in runs if a.start == WITH_NSP
+                  for b in runs if b.start == NO_NSP]
+    if any(o.task == "coherence" and o.start != RANDOM for o in outcomes):
+        notes.append(COHERENCE_NOTE)
+    return notes
+
+
+@dataclass(frozen=True)
+class StartFacts:
+    """What a run's start brings to the classifier."""
+    pretrained: bool  # False: random weights of the same shape
+    pooler: bool  # the start has a pooler from pretraining (NSP trains it); else the classifier reads a random one
+    nsp: bool  # the start was pretrained with NSP (its checkpoint has the NSP head, or its records say so)
+
+
+def start_note(kind: str, task: str, start: StartFacts, cls: str = "[CLS]") -> str:
+    """What colours apart in the "before" picture can mean, for this start and task."""
+    if not start.pretrained:
+        return "Before is random weights: whatever separates the colours there owes nothing to pretraining."
+    note = "Colours already apart before fine-tuning mean the vectors it started from held the answer."
+    if kind == TOKEN:
+        return note
+    if not start.pooler:
+        return note + (f" This start has no pooler from pretraining (NSP trains it; a model pretrained without NSP "
+                       f"has none): the vector is {cls} after the last layer through a random tanh layer, as "
+                       "transformers builds a missing pooler.")
+    if not start.nsp:
+        return note
+    return note + " NSP trained its pooler on sentence pairs" + (
+        ". " + COHERENCE_NOTE if task == "coherence" else " (the next sentence, or one from another text).")

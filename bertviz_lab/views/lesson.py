@@ -4,8 +4,11 @@ the step draws, all computed live from the active model on the lesson's sentence
 A step's function returns a `Quiz` (the question, the model's answer, the numbers behind that answer) and
 a plain record for the step's chart or table. Nothing is hard-coded: the options come from the model and
 the sentence (its top guesses shuffled with a seeded RNG, its heads, the sentence's tokens) and the answer
-is read off the same numbers, in the run where the class presses Reveal. The two steps that train (a tiny
-BERT from scratch, a linear probe) are in `views/lesson_runs.py`.
+is read off the same numbers, in the run where the class presses Reveal. An answer that is the largest of
+several numbers (`ranked`) counts a runner-up within NEAR of it too, and a question the model cannot
+answer clearly is not scored. Here: the quiz itself and the steps on tokens (1), the guess at [MASK] (5), the
+MLM loss (6) and NSP (7); the steps on a token's vector (2, 10) are in `views/lesson_vectors.py`, the head
+steps (3, 4) in `views/lesson_heads.py`, the two that train (8, 9) in `views/lesson_runs.py`.
 """
 
 from __future__ import annotations
@@ -14,32 +17,41 @@ import dataclasses
 import math
 import random
 import re
-from collections import Counter
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import torch
 
 from bertviz_lab.bert import losses
 from bertviz_lab.bert.family import FAMILIES
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer import MASK, Encoding, WordPieceTokenizer
 from bertviz_lab.errors import InputError
-from bertviz_lab.pretrain import heads
-from bertviz_lab.views import attention as av
-from bertviz_lab.views import inputs, neighbours, predict
+from bertviz_lab.views import inputs, predict
 from bertviz_lab.views import losses as lv
-from bertviz_lab.views import representations as rv
 
 STEPS = ("Tokens", "Embeddings", "Attention heads", "The softmax steps", "The guess at [MASK]", "The MLM loss",
-         "Next sentence prediction", "A short training run", "Fine-tuning", "Contextual vectors")
+         "Next sentence prediction", "A short training run", "A linear probe", "Contextual vectors")
 SEED = 16  # shuffles the options: the same order for every student, every time
-RANKED = 2_000  # nearest embedding rows ranked to draw the embedding question's options from
-FUNCTION_WORDS = frozenset("a an the this that on in at of to for from by with and or but is was are were be it he she "
-                           "they i you we his her its their my our your not".split())
-LOSS_BANDS = ((0.5, "below 0.5: BERT was nearly sure of it"), (2.0, "between 0.5 and 2"),
-              (5.0, "between 2 and 5"), (math.inf, "above 5: BERT hardly considered it"))
+# A runner-up this close to the best answer is a near tie. The steps that rank read cosines (-1 to 1), attention
+# weights or probabilities (0 to 1): on those scales two hundredths is less than a class can tell apart on a bar.
+NEAR = 0.02
+LOSS_EDGES = (0.5, 2.0, 5.0)  # the loss bands' edges; each band says its p(true word) = e^−loss too
+
+
+def _loss_band(low: float, high: float) -> str:
+    """'0.5 to 2: p from 0.14 to 0.61': a band of the loss and the probabilities it means (p = e^−loss)."""
+    def p(loss: float) -> str:
+        return f"{math.exp(-loss):.2g}"
+    if low == 0:
+        return f"below {high:g}: p above {p(high)}"
+    if high == math.inf:
+        return f"above {low:g}: p below {p(low)}"
+    return f"{low:g} to {high:g}: p from {p(high)} to {p(low)}"
+
+
+LOSS_BANDS = tuple((high, _loss_band(low, high))
+                   for low, high in zip((0.0, *LOSS_EDGES), (*LOSS_EDGES, math.inf)))
 
 
 @dataclass(frozen=True)
@@ -53,9 +65,12 @@ class Quiz:
     question: Question
     answer: str | int  # the model's answer: one of the options, or the number
     why: str  # the model's numbers behind the answer, in one or two plain sentences
+    also: tuple = ()  # options as good as the answer within the step's margin (a near tie): right too
+    scored: bool = True  # False: the model gives no clear answer here, so the step says so and does not score
+    unclear: str = "Too close to call"  # what an unscored step's verdict says first: why there is no clear answer
 
     def is_right(self, guess) -> bool:
-        return guess is not None and guess == self.answer
+        return guess is not None and (guess == self.answer or guess in self.also)
 
 
 @dataclass(frozen=True)
@@ -67,12 +82,37 @@ class Answered:
 
     @property
     def right(self) -> bool:
-        return self.quiz.is_right(self.guess)
+        return self.quiz.scored and self.quiz.is_right(self.guess)
 
 
 def score(answered: dict[int, Answered]) -> str:
-    right = sum(a.right for a in answered.values())
-    return f"{right} of {len(answered)} right so far" if answered else "no answers revealed yet"
+    """'2 of 3 right so far': the scored steps only; a step with no clear answer is named, not counted."""
+    if not answered:
+        return "no answers revealed yet"
+    scored = [a for a in answered.values() if a.quiz.scored]
+    unscored = len(answered) - len(scored)
+    note = f" ({unscored} with no clear answer, not scored)" if unscored else ""
+    return f"{sum(a.right for a in scored)} of {len(scored)} right so far{note}"
+
+
+def ranked(question: Question, values: dict[str, float], why: str) -> Quiz:
+    """The option with the largest value is the answer. A runner-up within NEAR of it is a near tie, and counts
+    as right too; when more options come that close, or both of a two-way question do, the model has no clear
+    answer: the step says so and is not scored. `values` holds each option's number (options left out rank
+    below every one given)."""
+    order = sorted(values, key=lambda option: values[option], reverse=True)
+    best = order[0]
+    near = tuple(o for o in order[1:] if values[best] - values[o] < NEAR)
+    if not near:
+        return Quiz(question, best, why)
+    gaps = ", ".join(f"“{o}” {values[best] - values[o]:.3f} below" for o in near[:3])
+    if len(near) > 3:
+        gaps += f" and {len(near) - 3} more"
+    if len(near) == 1 and len(question.options) > 2:
+        return Quiz(question, best, f"{why} A near tie: {gaps} (the margin is {NEAR}), so it counts as right too.",
+                    also=near)
+    return Quiz(question, best, f"{why} Too close to call: {gaps} it, within the margin of {NEAR}; on this model "
+                                "the question has no clear answer, so it is not scored.", also=near, scored=False)
 
 
 def shuffled(options: list[str], salt: str) -> tuple[str, ...]:
@@ -107,97 +147,21 @@ def token_rows(encoding: Encoding) -> pd.DataFrame:
                          "segment": encoding.segment_ids})
 
 
+def framing_note(tokenizer: WordPieceTokenizer) -> str:
+    """The sentence under step 1's paragraph (Markdown): this model's framing of a pair, read off a real encode of
+    one (`views.losses.framing`), and its blank."""
+    frame = " ".join(part if part in ("A", "B") else f"`{part}`" for part in lv.framing(tokenizer).split(" "))
+    typed = (f" (typing {MASK} works too)" if tokenizer.mask_token != MASK
+             and tokenizer.mask_id in tokenizer.encode(f"a {MASK} .").ids else "")
+    return (f"This model's tokenizer frames two sentences A and B as {frame}, and writes the blank "
+            f"`{tokenizer.mask_token}`{typed}.")
+
+
 def tokens(encoding: Encoding) -> Quiz:
     n, special = len(encoding.ids), sum(s is None for s in encoding.sequence_ids)
     return Quiz(Question("How many tokens will BERT read for this sentence? Count every token it sees."), n,
                 f"The tokenizer made {n} tokens: {' '.join(encoding.tokens)}. That is {n - special} from the "
                 f"text and {special} special ones that frame it.")
-
-
-# --- 2. Embeddings -----------------------------------------------------------------------------------
-def shown(token: str) -> str:
-    """A vocabulary entry as the class reads it: without the marks of a word start (Ġ, ▁)."""
-    return token.lstrip("Ġ▁")
-
-
-def embedding_words(encoding: Encoding, tokenizer: WordPieceTokenizer) -> list[str]:
-    """The sentence's words that are one vocabulary entry each, as the vocabulary writes them (the embedding
-    question asks about one of them)."""
-    pieces = Counter(w for w in encoding.word_ids if w is not None)
-    found: dict[str, str] = {}  # as shown -> the vocabulary entry
-    for token, i, word in zip(encoding.tokens, encoding.ids, encoding.word_ids):
-        if word is not None and pieces[word] == 1 and i not in tokenizer.special_ids and shown(token).isalpha():
-            found.setdefault(shown(token), token)
-    return list(found.values())
-
-
-def content_word(words: list[str]) -> str:
-    """The first word that is not a function word (the embeddings step asks about it first), else the first."""
-    return next((w for w in words if shown(w).lower() not in FUNCTION_WORDS), words[0])
-
-
-def embeddings(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
-               token: str) -> tuple[Quiz, pd.DataFrame, pd.DataFrame]:
-    """Which of four words has the embedding row nearest to `token`'s (a vocabulary entry): the nearest row and
-    three from far down the ranking. Returns the quiz, the options' cosines (best first) and the ranking's
-    first rows."""
-    token_id = tokenizer.token_to_id(token)
-    if token_id is None or token_id in tokenizer.special_ids:
-        raise InputError(f"{token!r} is not a word of this model's vocabulary")
-    k = min(RANKED, tokenizer.vocab_size - len(tokenizer.special_ids) - 1)
-    ranked = neighbours.static_neighbours(model, tokenizer, token_id, k)
-    ranked[neighbours.TOKEN] = ranked[neighbours.TOKEN].map(shown)
-    words = ranked[ranked[neighbours.TOKEN].map(str.isalpha)].drop_duplicates(neighbours.TOKEN)
-    words = words[words[neighbours.TOKEN] != shown(token)].reset_index(drop=True)
-    if len(words) < 4:
-        raise InputError(f"the vocabulary has too few whole words near “{shown(token)}” to ask about")
-    n, word = len(words), shown(token)
-    picks = words.iloc[[0, max(1, n // 40), max(2, n // 5), n - 1]]  # the nearest, then ever farther
-    options = shuffled(picks[neighbours.TOKEN].tolist(), word)
-    best = picks.loc[picks[neighbours.COSINE].idxmax()]
-    rest = ", ".join(f"{t} {c:.3f}" for t, c in zip(picks[neighbours.TOKEN], picks[neighbours.COSINE]))
-    return (Quiz(Question(f"Which word's embedding is closest to the embedding of “{word}”?", options),
-                 best[neighbours.TOKEN], f"Cosine similarity of each embedding row with “{word}”'s: {rest}."),
-            picks.reset_index(drop=True), ranked.head(8))
-
-
-# --- 3. Attention heads, 4. the softmax steps ---------------------------------------------------------
-def previous_token(view: av.AttentionView) -> tuple[Quiz, pd.DataFrame]:
-    """Which head gives the most of each word's attention to the word just before it (heads.positional)."""
-    scores = heads.positional(view.weights, view.sequence_ids)["previous"]  # (L, H)
-    names = av.head_names(view.num_layers, view.num_heads)
-    table = pd.DataFrame({"head": names, "score": scores.reshape(-1)}).sort_values("score", ascending=False)
-    best, second = table.iloc[0], table.iloc[min(1, len(table) - 1)]
-    return (Quiz(Question("Which head looks at the previous token?", tuple(names)), best["head"],
-                 f"{best['head']} gives {best['score']:.0%} of each word's attention, on average, to the token "
-                 f"just before it; the next best head, {second['head']}, gives {second['score']:.0%}."),
-            table.reset_index(drop=True))
-
-
-def pronoun_head(model: BertForPreTraining, tokenizer: WordPieceTokenizer) -> str:
-    """The head that links pronouns to the nouns they stand for most, on the built-in probe sentences."""
-    try:
-        roles = heads.head_roles(model, tokenizer)
-    except InputError:  # a probe sentence longer than this model reads
-        return "L0 H0"
-    role = "pronoun_referent" if "pronoun_referent" in roles.scores else "previous"
-    layer, head, _ = roles.strongest(role)
-    return f"L{layer} H{head}"
-
-
-def strongest_key(view: av.AttentionView, layer: int, head: int, query: int) -> tuple[Quiz, pd.DataFrame]:
-    """Which key the query gives the largest weight in one head, with its softmax step table."""
-    steps = av.softmax_steps(view, layer, head, query)
-    options = token_options(view.tokens)
-    best = av.strongest_key(view, layer, head, query)
-    row = steps.iloc[best]
-    return (Quiz(Question(f"In head L{layer} H{head}, which token gets the largest weight from "
-                          f"“{view.tokens[query]}”?", tuple(options)), options[best],
-                 f"“{view.tokens[best]}” has the largest score, q·k = {row[av.DOT]:.3f} divided by "
-                 f"{math.sqrt(view.head_dim):g} = {row[av.MASKED]:.4f}, so the largest exp: "
-                 f"{row[av.EXP]:.4f} (after subtracting the largest score). The exps of all keys add up to "
-                 f"{row[av.SUM]:.4f}, so its weight is {row[av.EXP]:.4f} / {row[av.SUM]:.4f} = {row[av.WEIGHT]:.4f}."),
-            steps)
 
 
 # --- 5. The guess at [MASK], 6. the MLM loss ---------------------------------------------------------
@@ -221,10 +185,11 @@ def mask_guess(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
     decoys = [t for t, i in zip(encoding.tokens, encoding.ids) if i not in tokenizer.special_ids and t not in top]
     decoys += [c.token for c in mask.candidates[4:]]
     best = mask.candidates[0]
-    return (Quiz(Question(f"Which word will BERT put at [MASK] (position {position})?",
-                          shuffled(top + decoys[:1], " ".join(encoding.tokens))), best.token,
-                 f"Its top guess is “{best.token}” with probability {best.prob:.3f}; then "
-                 + ", ".join(f"“{c.token}” {c.prob:.3f}" for c in mask.candidates[1:4]) + "."),
+    return (ranked(Question(f"Which word will BERT put at [MASK] (position {position})?",
+                            shuffled(top + decoys[:1], " ".join(encoding.tokens))),
+                   {c.token: c.prob for c in mask.candidates[:4]},  # the decoy ranks below all four
+                   f"Its top guess is “{best.token}” with probability {best.prob:.3f}; then "
+                   + ", ".join(f"“{c.token}” {c.prob:.3f}" for c in mask.candidates[1:4]) + "."),
             mask)
 
 
@@ -261,7 +226,8 @@ def mask_loss(model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: st
     band = next(label for edge, label in LOSS_BANDS if m.neg_log_p < edge)
     chance = math.log(tokenizer.vocab_size)
     return (Quiz(Question(f"If the hidden word was “{m.true_token}”, how large is BERT's loss at the mask, "
-                          "−log p(true word)?", tuple(label for _, label in LOSS_BANDS)), band,
+                          "−log p(true word)? (Each band gives its p too: p = e^−loss.)",
+                          tuple(label for _, label in LOSS_BANDS)), band,
                  f"p(“{m.true_token}”) = {m.p_true:.4f} (rank {m.rank}), so the loss is −log {m.p_true:.4f} = "
                  f"{m.neg_log_p:.3f}. A uniform guess over the {tokenizer.vocab_size:,} tokens would cost "
                  f"ln {tokenizer.vocab_size:,} = {chance:.2f}."),
@@ -290,26 +256,9 @@ def next_sentence(model: BertForPreTraining, tokenizer: WordPieceTokenizer, text
         rows.append({"sentence B": sentence, "label": "IsNext" if label == losses.IS_NEXT else "NotNext",
                      "P(IsNext)": record.p_is_next[0], "L_NSP": record.loss})
     table = pd.DataFrame(rows)
-    best = table.loc[table["P(IsNext)"].idxmax()]
-    return (Quiz(Question("Which sentence B does BERT think comes right after sentence A?",
-                          shuffled(table["sentence B"].tolist(), text_a)), best["sentence B"],
-                 "P(IsNext) = " + " for your sentence B, ".join(f"{p:.3f}" for p in table["P(IsNext)"])
-                 + " for the random one."),
-            table)
-
-
-# --- 10. Contextual vectors --------------------------------------------------------------------------
-def contextual(model: BertForPreTraining, tokenizer: WordPieceTokenizer, word: str,
-               sentences: list[str]) -> tuple[Quiz, pd.DataFrame]:
-    """The cosine of the word's vectors in two sentences, layer by layer: closer at layer 0 or at the last?"""
-    if len([s for s in sentences if s.strip()]) != 2:
-        raise InputError("type two sentences that use the word in two different senses")
-    found = rv.word_in_context(model, tokenizer, word, sentences)
-    cosine = rv.cosines(found.vectors)[:, 0, 1]  # (L + 1,)
-    last = len(cosine) - 1
-    options = ("at layer 0 (the embeddings)", f"at the last layer ({last})")
-    table = pd.DataFrame({rv.LAYER: np.arange(len(cosine)), "cosine": cosine})
-    return (Quiz(Question(f"Are the two “{found.word}” vectors closer at layer 0 or at the last layer?", options),
-                 options[0] if cosine[0] > cosine[-1] else options[1],
-                 f"Cosine of the two vectors: {cosine[0]:.3f} at layer 0, {cosine[-1]:.3f} at layer {last}."),
+    return (ranked(Question("Which sentence B does BERT think comes right after sentence A?",
+                            shuffled(table["sentence B"].tolist(), text_a)),
+                   dict(zip(table["sentence B"], table["P(IsNext)"].astype(float))),
+                   "P(IsNext) = " + " for your sentence B, ".join(f"{p:.3f}" for p in table["P(IsNext)"])
+                   + " for the random one."),
             table)

@@ -2,10 +2,13 @@
 
 `train_tiny` pretrains a tiny BERT from scratch on the built-in corpus with the pretraining loop itself
 (`pretrain.loop.Trainer`, no run folder: nothing is written) and yields its records; `start_loss` asks
-where the loss starts. `compare_probes` reads a built-in fine-tuning task with the active model and with
-random weights of the same shape (`views.shapes.random_model`), each word-averaged last-layer vector a
-fixed feature, and trains a linear probe (logistic regression) on each: the Fine-tune page's linear
-probe, in miniature. Both leave the process's random numbers and thread count as they found them.
+where the loss starts, and `frequency_note` sets where it ends against a guess by the corpus's token
+frequencies alone, on the same held-out masks. `compare_probes` reads a built-in fine-tuning task with the
+active model and with random weights of the same shape (`views.shapes.random_model`), each word-averaged
+last-layer vector a fixed feature, and trains a linear probe (logistic regression) on each: the
+feature-based approach, the encoder frozen, as the Fine-tune page's linear probe does, in miniature. Two accuracies closer than two
+standard errors of their difference count as a tie (`tie_band`). Both runs leave the process's random
+numbers and thread count as they found them.
 """
 
 from __future__ import annotations
@@ -19,24 +22,32 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.finetune import tasks
 from bertviz_lab.pretrain.config import TrainConfig, max_threads
 from bertviz_lab.pretrain.data import builtin_vocabulary
-from bertviz_lab.pretrain.loop import Trainer
+from bertviz_lab.pretrain.loop import EVAL_STREAM, Trainer
 from bertviz_lab.views.lesson import Question, Quiz
 from bertviz_lab.views.representations import piece_means
 from bertviz_lab.views.shapes import random_model
 
-# About 5 s on 2 CPU cores: the held-out loss falls from ln V (~7.7) to ~6 as the model learns word frequencies.
+# About 5 s on 2 CPU cores: the held-out loss falls from ln V (~7.7) to ~5.9, near the ~5.7 that the corpus's token
+# frequencies alone score on the same masks (`frequency_loss`).
 TINY = dict(preset="tiny", hidden=64, heads=2, layers=2, batch_size=16, seq_len=32, steps=60, lr=5e-3, warmup=5,
             eval_every=10, eval_batches=2, checkpoint_every=10**6, device="cpu")
 PROBE_TASKS = ("acceptability", "coherence")  # the built-in tasks with one label per input
 PROBE_TRAIN, PROBE_DEV = 400, 200  # examples read: a few seconds for each model
 PROBE_STEPS, PROBE_LR = 300, 0.01  # full-batch Adam on standardized features
-TIE = 0.02  # accuracies closer than this count as a tie
+TIE_SE = 2  # accuracies closer than this many standard errors of their difference count as a tie
 PRETRAINED, RANDOM = "the pretrained model", "random weights of the same shape"
+# Full fine-tuning of the shipped bertviz-mini (every weight trained, 200 steps; dev accuracy on all 400 dev
+# examples), pretrained and from random weights of the same shape: `python -m bench.finetune_gain`, 2026-11-25
+# (README, "What pretraining buys"). Measured for that model only: no other model is given a figure. The pretrained
+# run trains at lr 1e-4; the random start was given the better of 1e-4 and 5e-4, as a random init often wants more.
+SHIPPED_FULL_FINE_TUNING = {"acceptability": (0.935, 0.685), "coherence": (0.902, 0.550)}
+FULL_FINE_TUNING_LR, RANDOM_START_LRS = 1e-4, (1e-4, 5e-4)
 
 
 # --- 8. A short training run -------------------------------------------------------------------------
@@ -61,25 +72,83 @@ def train_tiny(seed: int = 0) -> Iterator[dict]:
             torch.set_num_threads(threads)
 
 
+START_LEVELS = (3.0, 1.0, 0.0)  # the other options of the start question, each "about" a round loss
+
+
 def start_question(vocab_size: int) -> tuple[Question, dict[str, float]]:
-    """Where will the MLM loss start, before any learning? The options and the loss each one names."""
-    levels = {f"near ln V = ln {vocab_size:,} = {math.log(vocab_size):.2f}": math.log(vocab_size),
-              "near 1": 1.0, "near 0": 0.0}
-    return Question("Before any training step (step 0), what will the held-out MLM loss be?", tuple(levels)), levels
+    """Where will the MLM loss start, before any learning? Options of one form ("about 7.7", "about 3", ...), one of
+    them ln V for this vocabulary, the others round levels at least 1 away from it; the loss each one names."""
+    chance = round(math.log(vocab_size), 1)
+    levels = {f"about {chance:g}": math.log(vocab_size)}
+    levels.update({f"about {level:g}": level for level in START_LEVELS if abs(level - chance) >= 1})
+    order = sorted(levels, key=levels.get, reverse=True)  # a scale, high to low
+    return (Question("Before any training step (step 0), what will the held-out MLM loss be, in nats (natural "
+                     f"log)? The vocabulary has V = {vocab_size:,} tokens.", tuple(order)),
+            {label: levels[label] for label in order})
 
 
 def start_loss(vocab_size: int, held_out: list[dict]) -> Quiz:
     """The option nearest the loss the run measured at step 0."""
     question, levels = start_question(vocab_size)
     first, last = held_out[0], held_out[-1]
+    chance = math.log(vocab_size)
     answer = min(levels, key=lambda label: abs(levels[label] - first["mlm_loss"]))
+    gap = first["mlm_loss"] - chance
+    reading = ("these random weights start close to that" if abs(gap) < 0.5 else
+               f"this start is {abs(gap):.2f} {'above' if gap > 0 else 'below'} that")
     return Quiz(question, answer,
                 f"At step {first['step']} the held-out loss was {first['mlm_loss']:.3f}, and ln {vocab_size:,} = "
-                f"{math.log(vocab_size):.3f}: random weights give every word about the same probability, 1/V. "
+                f"{chance:.3f}. A model that gives every token the same probability, 1/V, scores ln V; {reading}. "
                 f"After {last['step']} steps it was {last['mlm_loss']:.3f}.")
 
 
-# --- 9. Fine-tuning: a linear probe, pretrained vs random weights ------------------------------------
+FREQUENCY_STORIES = 1_000  # generated stories counted for the corpus's token frequencies (about 44,000 tokens)
+
+
+@lru_cache(maxsize=1)
+def frequency_loss() -> tuple[float, int]:
+    """The held-out MLM loss of a guess that knows only how often each token occurs in the corpus (its frequency
+    over FREQUENCY_STORIES stories of the training stream, one count added to every ordinary token so none has
+    p = 0), on the very masks the tiny run is evaluated on: the mean of −ln p_freq(true token). With the tokens
+    counted. The held-out batches do not depend on the run's seed, so one number serves every run."""
+    threads = torch.get_num_threads()
+    with torch.random.fork_rng(devices=[]):
+        try:
+            trainer = Trainer(tiny_config(0))
+            tokenizer = trainer.tokenizer
+            sentences = [(s, None) for story in trainer.corpus.train.sample(FREQUENCY_STORIES, key=0) for s in story]
+            targets = torch.cat([trainer.batch(i, stream=EVAL_STREAM).labels.flatten().cpu()
+                                 for i in range(trainer.cfg.eval_batches)])
+        finally:
+            torch.set_num_threads(threads)
+    counts = np.ones(tokenizer.vocab_size)
+    for ids, _ in tokenizer.encode_ids(sentences):
+        np.add.at(counts, ids, 1)
+    counts[sorted(tokenizer.special_ids)] = 0  # never a masked token
+    log_p = np.log(counts / counts.sum(), where=counts > 0, out=np.full(len(counts), -np.inf))
+    targets = targets[targets != IGNORE_INDEX].numpy()
+    return float(-log_p[targets].mean()), int(counts.sum() - (counts > 0).sum())
+
+
+def frequency_note(held_out: list[dict], vocab_size: int) -> str:
+    """What the run learned, against two guesses without context, on the same held-out masks: uniform (ln V)
+    and the corpus's token frequencies."""
+    frequency, counted = frequency_loss()
+    chance, first, last = math.log(vocab_size), held_out[0], held_out[-1]
+    loss = last["mlm_loss"]
+    if loss <= frequency:
+        where = "below the frequency guess: on these masks it already does better than knowing how common each token is"
+    elif loss >= chance:
+        where = "no better than the uniform guess yet"
+    else:
+        where = f"{(chance - loss) / (chance - frequency):.0%} of the way from the uniform guess to the frequency guess"
+    return (f"Two guesses that ignore the sentence, on the same held-out masks: the same probability for every token "
+            f"scores ln V = {chance:.2f}; each token's frequency in the corpus ({counted:,} tokens counted) scores "
+            f"{frequency:.2f}. This run's held-out loss went from {first['mlm_loss']:.2f} at step {first['step']} to "
+            f"{last['mlm_loss']:.2f} after {last['step']} steps: {where}.")
+
+
+# --- 9. A linear probe, pretrained vs random weights -------------------------------------------------
 @dataclass(frozen=True)
 class ProbeResult:
     task: str
@@ -130,16 +199,47 @@ def compare_probes(model: BertForPreTraining, tokenizer: WordPieceTokenizer, tas
     return ProbeResult(task_name, accuracy, float(np.bincount(dev_y).max() / len(dev_y)), (len(train), len(dev)))
 
 
+def tie_band(result: ProbeResult) -> float:
+    """TIE_SE standard errors of the difference of the two dev accuracies, each a share of the same n dev
+    examples, taken as independent: scored on the same examples they tend to agree, which makes the gap's
+    true spread smaller, so the band errs wide."""
+    n = result.examples[1]
+    return TIE_SE * math.sqrt(sum(a * (1 - a) for a in result.accuracy.values()) / n)
+
+
 def probe_question() -> Question:
     return Question("A linear probe reads the vectors of the active model, or of the same model with random "
-                    "weights. Which scores higher on the dev set?", (PRETRAINED, RANDOM, f"a tie (within "
-                                                                      f"{TIE:.0%})"))
+                    "weights. Which scores higher on the dev set?",
+                    (PRETRAINED, RANDOM, f"a tie (a gap within {TIE_SE} standard errors)"))
 
 
 def probe_quiz(result: ProbeResult) -> Quiz:
     question = probe_question()
     pre, rnd = result.accuracy[PRETRAINED], result.accuracy[RANDOM]
-    answer = question.options[2] if abs(pre - rnd) < TIE else PRETRAINED if pre > rnd else RANDOM
-    return Quiz(question, answer, f"Dev accuracy on {result.examples[1]} {result.task} examples: {pre:.1%} from the "
-                                  f"pretrained model, {rnd:.1%} from random weights; always guessing the commonest "
-                                  f"label scores {result.majority:.1%}.")
+    band, n = tie_band(result), result.examples[1]
+    tie = abs(pre - rnd) <= band
+    answer = question.options[2] if tie else PRETRAINED if pre > rnd else RANDOM
+    return Quiz(question, answer,
+                f"Dev accuracy on {n} {result.task} examples: {pre:.1%} from the pretrained model, {rnd:.1%} from "
+                f"random weights, a gap of {abs(pre - rnd) * 100:.1f} points; {TIE_SE} standard errors of that gap "
+                f"on {n} examples are {band * 100:.1f} points, so it {'is' if tie else 'is not'} a tie. Always "
+                f"guessing the commonest label scores {result.majority:.1%}.")
+
+
+def _rate(lr: float) -> str:
+    """A learning rate as README and the bench's settings write it: 1e-4."""
+    return f"{lr:.0e}".replace("e-0", "e-")
+
+
+def full_fine_tuning(task: str, shipped: bool) -> str:
+    """A sentence on full fine-tuning beside the probe: measured figures for the shipped model only."""
+    if shipped and task in SHIPPED_FULL_FINE_TUNING:
+        pre, rnd = SHIPPED_FULL_FINE_TUNING[task]
+        rates = " and ".join(_rate(lr) for lr in RANDOM_START_LRS)
+        return (f"Full fine-tuning trains every weight, not just a probe: on {task}, the shipped bertviz-mini "
+                f"fine-tuned for 200 steps (learning rate {_rate(FULL_FINE_TUNING_LR)}) scores {pre:.1%} on all 400 "
+                f"dev examples, and random weights of its shape {rnd:.1%}, the better of two runs at learning rates "
+                f"{rates} (measured with python -m bench.finetune_gain). The Fine-tune page runs it in the "
+                "background and compares runs on one chart.")
+    return ("Full fine-tuning trains every weight, not just a probe; the Fine-tune page runs it on this model in the "
+            "background and compares runs on one chart.")

@@ -21,7 +21,7 @@ import torch
 from bertviz_lab.bert import losses, masking
 from bertviz_lab.bert.family import FAMILIES
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, Encoding, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer import ROLES, SPECIAL_TOKENS, Encoding, WordPieceTokenizer
 from bertviz_lab.corpus import StoryGenerator
 from bertviz_lab.errors import InputError
 
@@ -82,6 +82,12 @@ class Walkthrough:
     nsp_reason: str | None  # why nsp_true is None
     total: float  # L_MLM (mean) + L_NSP of the true pair when there is one
     random_tokens: str = "vocabulary"  # a key of RANDOM_TOKENS: where the random replacements came from
+    # How this model's tokenizer reads text, for the Tokens step (BERT's by default):
+    tokenizer_kind: str = "WordPiece"  # "WordPiece", "byte-level BPE" or "SentencePiece Unigram"
+    framing: str = "[CLS] A [SEP] B [SEP]"  # a pair as this tokenizer frames it (RoBERTa: <s> A </s> </s> B </s>)
+    segments: int = 2  # config.type_vocab_size: 2 tells A from B; 1 (RoBERTa) one shared row; 0 (DistilBERT) none
+    specials: tuple[str, ...] = SPECIAL_TOKENS  # pad, unk, cls, sep, mask as this tokenizer spells them
+    sequence_ids: list[int | None] | None = None  # 0 for A, 1 for B, None for a special token
 
     @property
     def positions(self) -> list[int]:
@@ -95,7 +101,7 @@ class Walkthrough:
     @property
     def special_tokens(self) -> tuple[str, ...]:
         """Every special token by name: the rule never picks one, wherever it stands."""
-        return SPECIAL_TOKENS
+        return self.specials
 
     @property
     def excluded(self) -> dict[str, list[int]]:
@@ -121,6 +127,23 @@ def check_split(mask_prob: float, random_prob: float, keep_prob: float) -> None:
                          f"{random_prob:g} + {keep_prob:g} = {mask_prob + random_prob + keep_prob:g}")
 
 
+def special_names(tokenizer: WordPieceTokenizer) -> tuple[str, ...]:
+    """The special tokens as this tokenizer spells them, in BERT's order: [PAD] [UNK] [CLS] [SEP] [MASK]."""
+    return tuple(tokenizer.specials[role] for role in ROLES)
+
+
+def framing(tokenizer: WordPieceTokenizer) -> str:
+    """How this tokenizer frames a pair: "[CLS] A [SEP] B [SEP]" for BERT, "<s> A </s> </s> B </s>" for RoBERTa,
+    read from its own encoding of a pair (each run of a text's tokens written as its letter)."""
+    encoding = tokenizer.encode("a", "b")
+    parts: list[str] = []
+    for token, sequence in zip(encoding.tokens, encoding.sequence_ids):
+        part = token if sequence is None else "AB"[sequence]
+        if sequence is None or not parts or parts[-1] != part:
+            parts.append(part)
+    return " ".join(parts)
+
+
 def walkthrough(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, *, seed: int,
                 mask_rate: float = 0.15, mask_prob: float = 0.8, random_prob: float = 0.1,
                 random_tokens: str = "vocabulary") -> Walkthrough:
@@ -130,8 +153,8 @@ def walkthrough(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encodi
         raise InputError(f"this model has no MLM head ({why}), so it has no masked-language-model loss to show: "
                          "pick a model with an MLM head")
     if all(i in tokenizer.special_ids for i in encoding.ids):
-        raise InputError("the text has no token that can be masked (only special tokens such as [CLS] and "
-                         "[SEP]): type some words")
+        raise InputError(f"the text has no token that can be masked (only special tokens such as "
+                         f"{tokenizer.specials['cls']} and {tokenizer.specials['sep']}): type some words")
     ids = torch.tensor(encoding.ids)
     result = masking.mask_tokens(ids, special_ids=tokenizer.special_ids, vocab_size=tokenizer.vocab_size,
                                  mask_id=tokenizer.mask_id, generator=torch.Generator().manual_seed(seed),
@@ -154,7 +177,9 @@ def walkthrough(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encodi
                        labels=result.labels.tolist(), shapes=shapes, mlm=mlm, nsp_true=nsp_true,
                        nsp_random=nsp_random, nsp_reason=reason,
                        total=losses.total_loss(mlm, nsp_true.record if nsp_true else None),
-                       random_tokens=random_tokens)
+                       random_tokens=random_tokens, tokenizer_kind=tokenizer.kind, framing=framing(tokenizer),
+                       segments=model.config.type_vocab_size, specials=special_names(tokenizer),
+                       sequence_ids=list(encoding.sequence_ids))
 
 
 @torch.no_grad()
@@ -284,10 +309,14 @@ def step_titles(walk: Walkthrough) -> list[str]:
 
 
 def token_table(walk: Walkthrough) -> pd.DataFrame:
-    """One row per position: the token, its id and segment, and what masking did there."""
+    """One row per position: the token, its id, its segment (or, for a model without segments to tell A from B,
+    the sentence it belongs to: A, B or — for a special token), and what masking did there."""
     action = {p.position: p.action for p in walk.picked}
-    return pd.DataFrame({"position": range(len(walk.tokens)), "token": walk.tokens, "id": walk.ids,
-                         "segment": ["A" if s == 0 else "B" for s in walk.segment_ids],
+    if walk.segments > 1 or walk.sequence_ids is None:
+        where = {"segment": ["A" if s == 0 else "B" for s in walk.segment_ids]}
+    else:
+        where = {"sentence": ["—" if s is None else "AB"[s] for s in walk.sequence_ids]}
+    return pd.DataFrame({"position": range(len(walk.tokens)), "token": walk.tokens, "id": walk.ids, **where,
                          "can be picked": walk.eligible, "picked": [t in action for t in range(len(walk.tokens))],
                          "action": [action.get(t, "") for t in range(len(walk.tokens))],
                          "fed to the model": walk.corrupted_tokens})

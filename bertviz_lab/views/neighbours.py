@@ -24,12 +24,13 @@ import pandas as pd
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.tokenizer import FRAME_TOKENS, Encoding, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
 from bertviz_lab.corpus import generate_documents
 from bertviz_lab.corpus.senses import SENSE_SETS, examples, sense_of
 from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs
-from bertviz_lab.views.representations import BATCH, LAYER, cosines, find_word, piece_means
+from bertviz_lab.views.representations import BATCH, LAYER, cosines, piece_means
+from bertviz_lab.views.words import find_word, occurrences, unknown
 
 BANK_SENTENCES = 2_000  # general corpus sentences (a model with wide vectors gets fewer: BANK_BYTES)
 PER_SENSE = 40  # sentences per sense of each ambiguous word added to the bank, when the corpus has them
@@ -46,7 +47,7 @@ class SentenceBank:
     token_ids: np.ndarray  # (N,) the vocabulary id of each stored token
     sentence_of: np.ndarray  # (N,) which sentence it is in
     position: np.ndarray  # (N,) its position in that sentence's encoding
-    vectors: np.ndarray  # (L + 1, N, d) float16, unit length; [CLS], [SEP] and [PAD] are not stored
+    vectors: np.ndarray  # (L + 1, N, d) float16, unit length; special tokens ([CLS], <s>, ...) are not stored
     tokens: tuple[tuple[str, ...], ...]  # each sentence's tokens, to show a neighbour in its sentence
 
     @property
@@ -96,10 +97,18 @@ def build_bank(model: BertForPreTraining, tokenizer: WordPieceTokenizer, sentenc
                         tuple(tuple(e.tokens) for _, e in encoded))
 
 
-def marked(tokens: tuple[str, ...], position: int) -> str:
-    """The sentence with the token at `position` wrapped in «»."""
-    shown = [f"«{t}»" if i == position else t for i, t in enumerate(tokens) if t not in FRAME_TOKENS or i == position]
-    return " ".join(shown).replace(" ##", "").replace("«##", "«")
+def marked(text: str, encoding: Encoding, position: int) -> str:
+    """The sentence as written, with the characters of the token at `position` wrapped in «»."""
+    start, end = encoding.offsets[position]
+    while start < end and text[start].isspace():
+        start += 1  # a SentencePiece token's offsets may hold the space its ▁ stands for
+    inside = text[start:end] or encoding.tokens[position]  # a token of no characters of its own: a lone Ġ
+    return f"{text[:start]}«{inside}»{text[end:]}"
+
+
+def sense_words(tokenizer: WordPieceTokenizer, text: str, encoding: Encoding) -> dict[int, str]:
+    """Token position -> the sense-set word it is (a piece of) in `text`, for every such token."""
+    return {p: word for word in SENSE_SETS for found in occurrences(tokenizer, text, encoding, word) for p in found}
 
 
 @torch.no_grad()
@@ -110,18 +119,25 @@ def token_vectors(model: BertForPreTraining, encoding: Encoding, position: int) 
     return torch.nn.functional.normalize(stacked, dim=-1).cpu().numpy()
 
 
-def contextual_neighbours(bank: SentenceBank, query: np.ndarray, layer: int, k: int,
-                          word: str | None = None) -> pd.DataFrame:
+def contextual_neighbours(bank: SentenceBank, tokenizer: WordPieceTokenizer, query: np.ndarray, layer: int, k: int,
+                          *, word: str | None = None, own: tuple[str, ...] | None = None) -> pd.DataFrame:
     """The k bank tokens nearest to `query` (a unit vector) at `layer`, with their sentences (and, for a
-    sense-set `word`, their senses)."""
+    sense-set `word`, their senses). `own`: the query sentence's tokens; a bank sentence the model reads
+    the same way is the query itself (cosine 1), so it is left out."""
     scores = bank.vectors[layer].astype(np.float32) @ query.astype(np.float32)  # (N,)
-    best = np.argsort(-scores, kind="stable")[:k]
+    if own is not None:
+        itself = [s for s, tokens in enumerate(bank.tokens) if tokens == tuple(own)]
+        scores[np.isin(bank.sentence_of, itself)] = -np.inf
+    best = [n for n in np.argsort(-scores, kind="stable")[:k] if np.isfinite(scores[n])]
     rows = []
     for n in best:
         s, p = int(bank.sentence_of[n]), int(bank.position[n])
-        row = {COSINE: float(scores[n]), TOKEN: bank.tokens[s][p], SENTENCE: marked(bank.tokens[s], p)}
+        text = bank.sentences[s]
+        encoding = tokenizer.encode(text)  # as build_bank encoded it: its offsets show the token in its sentence
+        row = {COSINE: float(scores[n]), TOKEN: bank.tokens[s][p], SENTENCE: marked(text, encoding, p)}
         if word in SENSE_SETS:
-            row[SENSE] = (sense_of(word, bank.sentences[s]) or "—") if bank.tokens[s][p] == word else ""
+            is_word = sense_words(tokenizer, text, encoding).get(p) == word
+            row[SENSE] = (sense_of(word, text) or "—") if is_word else ""
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -140,12 +156,23 @@ def static_neighbours(model: BertForPreTraining, tokenizer: WordPieceTokenizer, 
 
 
 def vocabulary_id(tokenizer: WordPieceTokenizer, word: str) -> int:
-    """The id of a single vocabulary entry, typed as text; several pieces or an unknown word is an InputError."""
-    pieces = tokenizer.encode(word).tokens[1:-1] if isinstance(word, str) and word.strip() else []
-    token_id = tokenizer.token_to_id(pieces[0]) if len(pieces) == 1 else None
+    """The id of a single vocabulary entry, typed as text; several pieces or an unknown word is an InputError.
+
+    The word is read as it stands inside a sentence (after a space), since that is the row the sentences use:
+    byte-level BPE's `Ġbank`, not the `bank` it writes at a sentence's start. A typed entry (`##ing`, `Ġbank`)
+    is taken as it is.
+    """
+    word = word.strip() if isinstance(word, str) else ""
+    pieces: list[str] = []
+    if word:
+        text = f". {word}"  # a word after a space, as most of a sentence's words are
+        encoding = tokenizer.encode(text)
+        found = find_word(tokenizer, text, encoding, word)
+        pieces = [encoding.tokens[p] for p in found] if found else []
+    token_id = tokenizer.token_to_id(pieces[0]) if len(pieces) == 1 else tokenizer.token_to_id(word)
     if token_id is None or token_id in tokenizer.special_ids:
         shown = " ".join(pieces) if pieces else "nothing"
-        raise InputError(f"type one word of the vocabulary; {word.strip()[:40]!r} reads as {shown}")
+        raise InputError(f"type one word of the vocabulary; {word[:40]!r} reads as {shown}")
     return token_id
 
 
@@ -164,11 +191,10 @@ class SenseVectors:
 
 def _word_vectors(model: BertForPreTraining, tokenizer: WordPieceTokenizer, word: str,
                   sentences: list[str]) -> tuple[list[str], np.ndarray | None]:
-    """The word's mean-of-pieces vector in each sentence that holds it and fits the model."""
-    pieces = tuple(tokenizer.encode(word).tokens[1:-1])
-    found = [(s, e, find_word(e, pieces)) for s in sentences for e in [tokenizer.encode(s)]
+    """The word's mean-of-pieces vector in each sentence that holds it (not as an unknown token) and fits the model."""
+    found = [(s, e, find_word(tokenizer, s, e, word)) for s in sentences for e in [tokenizer.encode(s)]
              if len(e) <= model.config.max_tokens]
-    found = [f for f in found if f[2] is not None]
+    found = [f for f in found if f[2] is not None and not unknown(tokenizer, f[1], f[2])]
     if not found:
         return [], None
     return [s for s, _, _ in found], piece_means(model, tokenizer.pad_id, [e for _, e, _ in found],

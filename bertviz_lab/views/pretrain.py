@@ -44,7 +44,8 @@ FIELDS = {
                   "example; the picked ones 80/10/10."),
     "seed": ("Seed", "int", "Same seed and settings on the CPU: the same curves."),
     "dropout": ("Dropout", "%.2f", "Share of activations and attention weights zeroed while training (BERT: "
-                "0.1). The built-in text never repeats, so the classroom preset uses 0, which learns faster."),
+                "0.1). The built-in text is generated fresh for every batch (its sentences do recur), so the "
+                "classroom preset uses 0, which learns faster."),
     "eval_every": ("Evaluate every", "int", "Steps between held-out evaluations."),
     "eval_batches": ("Held-out batches", "int", "Batches per held-out evaluation."),
     "checkpoint_every": ("Checkpoint every", "int", "Steps between checkpoints (the probe reads the newest)."),

@@ -2,29 +2,34 @@
 
 `word_in_context` runs the sentences as one padded batch and keeps, for every layer (0 = the
 embeddings' output, then layers 1..L), the word's vector in each sentence; a word the tokenizer
-splits into pieces is the mean of its pieces. `cosines`, `sense_similarity` and `projection`
-turn those vectors into what the Representations page draws, and the `similarity` command prints.
+splits into pieces is the mean of its pieces; views/words.py finds it in each sentence, one rule for
+every family. `cosines`, `sense_similarity` and
+`projection` turn those vectors into what the Representations page draws, and the `similarity`
+command prints.
 
 `logit_lens` applies the MLM head (transform, LayerNorm, tied decoder) to every layer's hidden
-state at each [MASK], so a learner sees at which layer the answer forms; its last layer is the
-Mask & predict page's prediction.
+state at each [MASK]. The head was trained on the last layer's output only, so an earlier row shows
+what that head can decode from the layer, not what the layer holds; its last layer is the Mask &
+predict page's prediction.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 
+from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import MASK, Encoding, WordPieceTokenizer
 from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs
+from bertviz_lab.views.words import check_word, find_word, unknown
 
 MAX_SENTENCES = 24  # rows and columns of the similarity matrix a class can still read
-MAX_WORD_CHARS = 100
 BATCH = 64  # sentences per padded forward pass
 LAYER, SAME, CROSS = "layer", "same sense", "different senses"
 
@@ -34,10 +39,12 @@ class WordInContext:
     """One word's vector in each sentence, at every layer."""
 
     word: str
-    pieces: tuple[str, ...]  # the word as the tokenizer splits it
+    pieces: tuple[str, ...]  # the word as the model reads it in most of the sentences (e.g. RoBERTa's Ġbank)
     sentences: tuple[str, ...]
     positions: tuple[tuple[int, ...], ...]  # the word's token positions in each sentence (first occurrence)
     vectors: np.ndarray  # (L + 1, S, d) float32: layer 0 = the embeddings' output, then each layer
+    spellings: tuple[tuple[str, ...], ...] = ()  # its tokens in each sentence: byte-level BPE writes `bank` at
+    # a sentence's start but `Ġbank` after a space, and a cased model reads `Bank` apart from `bank`
 
     @property
     def layers(self) -> int:
@@ -45,28 +52,20 @@ class WordInContext:
         return self.vectors.shape[0]
 
 
-def word_pieces(tokenizer: WordPieceTokenizer, word: str) -> tuple[str, ...]:
-    """How the tokenizer splits `word` (lowercased, accents stripped, as the model reads it)."""
-    word = word.strip() if isinstance(word, str) else ""
-    if not word:
-        raise InputError("type a word to follow through the sentences")
-    if len(word) > MAX_WORD_CHARS:
-        raise InputError(f"the word is {len(word):,} characters long; type at most {MAX_WORD_CHARS}")
-    pieces = tuple(tokenizer.encode(word).tokens[1:-1])  # without [CLS] and [SEP]
-    if not pieces or all(p == tokenizer.unk_token for p in pieces):
-        raise InputError(f"this model does not know {word!r}: it reads it as {tokenizer.unk_token}")
-    return pieces
-
-
-def find_word(encoding: Encoding, pieces: tuple[str, ...]) -> tuple[int, ...] | None:
-    """The token positions of the first whole-word occurrence of `pieces`, or None."""
-    n, tokens, words = len(pieces), encoding.tokens, encoding.word_ids
-    for i in range(len(tokens) - n + 1):
-        starts = i == 0 or words[i - 1] != words[i]
-        ends = i + n == len(tokens) or words[i + n] != words[i + n - 1]
-        if starts and ends and tuple(tokens[i:i + n]) == pieces and words[i] is not None:
-            return tuple(range(i, i + n))
-    return None
+def embedding_layer(config: BertConfig) -> str:
+    """What this model's embedding layer adds up and hands to layer 1, in words: the families differ (segments
+    or none, one segment row, embeddings of another width than the layers)."""
+    segments = ""  # DistilBERT's kind: no segment embeddings
+    if config.type_vocab_size == 1:  # RoBERTa's kind: one row, added to every token alike
+        segments = (", plus one segment vector that every token shares (this model does not tell sentence A from "
+                    "B that way)")
+    elif config.type_vocab_size > 1:
+        segments = ", plus its segment's vector (sentence A or B)"
+    width, hidden = config.embedding_width, config.hidden_size
+    up = (f", and a linear layer projects the result from {width} to the {hidden} numbers layer 1 reads"
+          if config.embedding_size else f": layer 1 reads the result, {hidden} numbers per token")
+    return (f"This model adds to a token's row the vector of its position{segments}, then normalizes the sum "
+            f"(LayerNorm){up}.")
 
 
 def clean_sentences(sentences: list[str]) -> list[str]:
@@ -83,7 +82,7 @@ def clean_sentences(sentences: list[str]) -> list[str]:
 def word_in_context(model: BertForPreTraining, tokenizer: WordPieceTokenizer, word: str,
                     sentences: list[str]) -> WordInContext:
     """The word's vector in every sentence at every layer, from one padded forward pass."""
-    pieces = word_pieces(tokenizer, word)
+    word = check_word(word)
     sentences = clean_sentences(sentences)
     encodings, positions = [], []
     for n, text in enumerate(sentences, 1):
@@ -91,13 +90,34 @@ def word_in_context(model: BertForPreTraining, tokenizer: WordPieceTokenizer, wo
             encoding = inputs.encode(tokenizer, model, text, allow_truncation=False)
         except InputError as exc:
             raise InputError(f"sentence {n}: {exc}") from None
-        found = find_word(encoding, pieces)
+        found = find_word(tokenizer, text, encoding, word)
         if found is None:
-            raise InputError(f"sentence {n} does not contain the word {word.strip()!r}: {text[:80]!r}")
+            raise InputError(f"sentence {n} does not contain the word {word!r}: {text[:80]!r}")
+        if unknown(tokenizer, encoding, found):
+            spelled = text[encoding.offsets[found[0]][0]:encoding.offsets[found[-1]][1]].strip()
+            raise InputError(f"this model does not know {spelled!r}: it reads it as {tokenizer.unk_token}"
+                             + (f" (sentence {n})" if spelled != word else ""))
         encodings.append(encoding)
         positions.append(found)
+    spellings = tuple(tuple(e.tokens[p] for p in found) for e, found in zip(encodings, positions))
+    pieces = Counter(spellings).most_common(1)[0][0]  # ties: the first sentence's
     vectors = piece_means(model, tokenizer.pad_id, encodings, positions)
-    return WordInContext(word.strip(), pieces, tuple(sentences), tuple(positions), vectors)
+    return WordInContext(word, pieces, tuple(sentences), tuple(positions), vectors, spellings)
+
+
+def spelling_note(wic: WordInContext) -> str | None:
+    """A sentence on how the model reads the word, when it is not one token spelled alike everywhere."""
+    by: dict[tuple[str, ...], list[str]] = {}
+    for n, spelling in enumerate(wic.spellings or [wic.pieces], 1):
+        by.setdefault(spelling, []).append(str(n))
+    if len(by) == 1:
+        return None if len(wic.pieces) == 1 else (f"The tokenizer splits “{wic.word}” into {' '.join(wic.pieces)}: "
+                                                  "its vector in each sentence is the mean of those pieces' vectors.")
+    where = "; ".join(f"{' '.join(spelling)} in sentence{'s' * (len(ns) > 1)} {', '.join(ns)}"
+                      for spelling, ns in by.items())
+    return (f"The model reads “{wic.word}” as different tokens in these sentences ({where}): a tokenizer can "
+            "write a word differently after a space, at the start or in another case. So its vectors differ at "
+            "layer 0 by token as well as by position; where it is several pieces, its vector is their mean.")
 
 
 @torch.no_grad()

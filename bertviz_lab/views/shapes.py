@@ -6,6 +6,8 @@ sizes the learner edits (seeded, so everyone sees the same weights), or the acti
 `shapes_of` runs the batch once with the attention traced and returns what the tab shows as plain
 numbers: every tensor's shape, the largest weight any query puts on a [PAD] key (exactly 0), and
 how far each padded sentence's hidden states are from the same sentence run alone (float rounding).
+A model without a pooler (DistilBERT, RoBERTa's masked-LM checkpoints, ELECTRA, token-tagging
+fine-tunes) returns no pooler_output: the view says so instead of giving it a shape.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import torch
 
 from bertviz_lab.bert.config import BertConfig, show
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.tokenizer import PAD, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer import CLS, PAD, WordPieceTokenizer
 from bertviz_lab.errors import ConfigError, InputError
 from bertviz_lab.views import inputs
 
@@ -76,11 +78,13 @@ class Padded:
     """A batch ready for the model, with the token each position shows."""
 
     batch: inputs.Batch
-    tokens: tuple[tuple[str, ...], ...]  # (B, T): [PAD] where the attention_mask is 0
+    tokens: tuple[tuple[str, ...], ...]  # (B, T): the pad token where the attention_mask is 0
+    pad_token: str = PAD  # how this tokenizer spells [PAD] and [CLS] (RoBERTa: <pad>, <s>)
+    cls_token: str = CLS
 
 
 def text_batch(tokenizer: WordPieceTokenizer, model: BertForPreTraining, lines: list[str]) -> Padded:
-    """Each line encoded alone ([CLS] ... [SEP]), then right-padded with [PAD] to the longest."""
+    """Each line encoded alone ([CLS] ... [SEP]), then right-padded with the pad token to the longest."""
     encodings = []
     for number, line in enumerate(lines, 1):
         try:
@@ -90,8 +94,9 @@ def text_batch(tokenizer: WordPieceTokenizer, model: BertForPreTraining, lines: 
     device = next(model.parameters()).device
     batch = inputs.pad_batch(encodings, tokenizer.pad_id, device)
     T = batch.ids.shape[1]
-    tokens = tuple(tuple(e.tokens) + (PAD,) * (T - len(e)) for e in encodings)
-    return Padded(batch, tokens)
+    pad = tokenizer.specials["pad"]
+    tokens = tuple(tuple(e.tokens) + (pad,) * (T - len(e)) for e in encodings)
+    return Padded(batch, tokens, pad, tokenizer.specials["cls"])
 
 
 def seed002_batch() -> Padded:
@@ -111,16 +116,22 @@ class ShapesView:
     ids: np.ndarray  # (B, T) input_ids
     attention_mask: np.ndarray  # (B, T): 1 real token, 0 [PAD]
     lengths: tuple[int, ...]  # real tokens per sentence
-    shapes: dict[str, tuple[int, ...]]  # tensor name -> its shape, read from the tensors
+    shapes: dict[str, tuple[int, ...]]  # tensor name -> its shape, read from the tensors (no pooler: no entry)
     layers: int  # L: hidden_states holds L + 1 tensors, attentions L
     row: int  # the sentence whose attention is kept
     weights: np.ndarray  # (L, heads, T, T) that sentence's attention weights, every layer and head
     pad_weight: float | None  # the largest weight any query put on a [PAD] key; None: no [PAD] in the batch
     alone_difference: float | None  # max |padded - alone| over the padded sentences; None: none padded
+    pad_token: str = PAD  # the tokenizer's own spellings, for the captions
+    cls_token: str = CLS
 
     def __post_init__(self) -> None:
         for array in (self.ids, self.attention_mask, self.weights):
             array.setflags(write=False)  # shared by every rerun and session through the cache
+
+    @property
+    def has_pooler(self) -> bool:
+        return "pooler_output" in self.shapes
 
     def frame(self, what: str) -> pd.DataFrame:
         """"tokens", "input_ids" or "attention_mask" as a table: one row per sentence, one column per position."""
@@ -136,14 +147,15 @@ class ShapesView:
         return bool(np.allclose(self.weights[layer, head][:, :real], 1 / real, rtol=within, atol=0))
 
     def printout(self) -> str:
-        """Every shape as a printout; the last_hidden_state and pooler_output lines are seed 002's, verbatim."""
+        """Every shape as a printout; the last_hidden_state and pooler_output lines are seed 002's, verbatim
+        (a model without a pooler returns pooler_output=None, as Hugging Face's does)."""
         s = {name: f"torch.Size({list(shape)})" for name, shape in self.shapes.items()}
         L = self.layers
         return "\n".join([
             f"input_ids shape: {s['input_ids']}",
             f"attention_mask shape: {s['attention_mask']}",
             f"last_hidden_state shape: {s['last_hidden_state']}",
-            f"pooler_output shape : {s['pooler_output']}",
+            f"pooler_output shape : {s['pooler_output']}" if self.has_pooler else "pooler_output: None (no pooler)",
             f"hidden_states: {L + 1} tensors (the embeddings, then {L} layers), each {s['hidden_states']}",
             f"attentions: {L} tensors (one per layer), each {s['attentions']}"])
 
@@ -159,7 +171,8 @@ def _pad_weight(trace: list, attention_mask: torch.Tensor) -> float | None:
 
 def _alone_difference(model: BertForPreTraining, batch: inputs.Batch, output) -> float | None:
     """Max |difference|, over every hidden state (all L + 1) of each padded sentence's real tokens and its
-    pooler_output, between the padded batch and the same sentence run by itself, unpadded."""
+    pooler_output (when the model has a pooler), between the padded batch and the same sentence run by itself,
+    unpadded."""
     T, worst = batch.ids.shape[1], None
     for b, n in enumerate(batch.lengths):
         if n == T:
@@ -168,7 +181,8 @@ def _alone_difference(model: BertForPreTraining, batch: inputs.Batch, output) ->
                              batch.attention_mask[b:b + 1, :n], (n,))
         own = inputs.run_batch(model, alone)
         gaps = [(padded[b, :n] - mine[0]).abs().max() for padded, mine in zip(output.hidden_states, own.hidden_states)]
-        gaps.append((output.pooled[b] - own.pooled[0]).abs().max())
+        if output.pooled is not None:
+            gaps.append((output.pooled[b] - own.pooled[0]).abs().max())
         gap = float(torch.stack(gaps).max())
         worst = gap if worst is None else max(worst, gap)
     return worst
@@ -182,11 +196,13 @@ def shapes_of(model: BertForPreTraining, padded: Padded, row: int = 0) -> Shapes
         raise InputError(f"there is no sentence {row + 1}: the batch has {B}")
     out = inputs.run_batch(model, batch, trace=True)
     shapes = {"input_ids": batch.ids.shape, "attention_mask": batch.attention_mask.shape,
-              "last_hidden_state": out.hidden_states[-1].shape, "pooler_output": out.pooled.shape,
+              "last_hidden_state": out.hidden_states[-1].shape,
+              **({} if out.pooled is None else {"pooler_output": out.pooled.shape}),
               "hidden_states": out.hidden_states[0].shape, "attentions": out.trace[0].weights.shape}
     weights = torch.stack([steps.weights[row] for steps in out.trace])  # (L, heads, T, T)
     return ShapesView(
         tokens=padded.tokens, ids=batch.ids.cpu().numpy(), attention_mask=batch.attention_mask.cpu().numpy(),
         lengths=tuple(batch.lengths), shapes={k: tuple(v) for k, v in shapes.items()}, layers=len(out.trace),
         row=row, weights=weights.float().cpu().numpy(), pad_weight=_pad_weight(out.trace, batch.attention_mask),
-        alone_difference=_alone_difference(model, batch, out))
+        alone_difference=_alone_difference(model, batch, out), pad_token=padded.pad_token,
+        cls_token=padded.cls_token)

@@ -9,13 +9,19 @@ What each frame adds for the page: the role scores over the steps (and the step 
 plays a role for good), word positions aligned from frame to frame so a word moves only as much
 as its place among the others does, and the difference between two frames: how far each head's
 attention moved (total variation distance, averaged over the probe sentences' word tokens) and
-which guesses at [MASK] changed.
+which guesses at [MASK] changed. A head is said to play a role only when its score is well above
+what uniform attention would give (`CLEAR` times it): at step 0 every head is near uniform, and
+its highest score ("[SEP] 0.10") is noise, not a role. A grammatical role that is, on the frame's
+probe sentences, the same attention as a positional one (`heads.twins`: every verb's subject is the
+word just before it) is named with its positional reading first, so a previous-token head is not
+read as a head that learned syntax.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +30,16 @@ import pandas as pd
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import LabError
 from bertviz_lab.pretrain import checkpoints, process, publish, snapshots
+from bertviz_lab.corpus.probes import PROBES
+from bertviz_lab.pretrain import heads
 from bertviz_lab.pretrain.heads import ROLE_NAMES
 
 HISTORY = publish.HISTORY  # a shipped model's folder: history/snapshots.jsonl and history/metrics.jsonl
 MAX_BACKFILL = 24  # checkpoints read for a run without snapshots
 FORMED = 0.5  # a head "plays a role" once its score stays at or above this
+# A head's best role is named only at CLEAR times uniform attention's score or more (about 0.17 on the probe
+# set, whose sentences are 9 to 15 tokens): a random model's heads score 0.07-0.10 at step 0.
+CLEAR = 2.0
 
 
 @dataclass(frozen=True)
@@ -74,9 +85,23 @@ def _checked(record: dict) -> dict | None:
         if not (len(names) == len(groups) == len(xy)):
             names, groups, xy = [], [], np.zeros((0, 2))
         return {"step": int(record["step"]), "layers": L, "heads": H, "probes": probes, "roles": roles,
+                "chance": _chance(record.get("chance"), roles, probes),
                 "words": names, "groups": groups, "xy": xy, "explained": float(words.get("explained", 0.0))}
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+def _chance(recorded, roles: dict, probes: list[dict]) -> dict[str, float]:
+    """Each role's score under uniform attention: as the snapshot recorded it, else 1/T averaged over the
+    sentences (exact for the positional roles; close for a linked role whose words are one token each)."""
+    fallback = float(np.mean([1 / len(p["tokens"]) for p in probes]))
+    recorded = recorded if isinstance(recorded, dict) else {}
+    out = {}
+    for role in roles:
+        value = recorded.get(role)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+        out[role] = float(value) if ok else fallback
+    return out
 
 
 def _frames(records: list[dict]) -> list[dict]:
@@ -150,6 +175,26 @@ def formed(lapse: TimeLapse, role: str, threshold: float = FORMED) -> list[Forme
     return sorted(out, key=lambda f: (f.step, -f.score))
 
 
+def formed_lines(lapse: TimeLapse, role: str) -> list[str]:
+    """One markdown line per head that ends up playing `role` (see `formed`); for a grammatical role that is a
+    positional one on these probes, the line says so and gives the head's positional score too."""
+    found = formed(lapse, role)
+    if not found:
+        return []
+    last = lapse.frames[-1]
+    twin, name, lines = twins(last).get(role), ROLE_NAMES.get(role, role), []
+    for f in found:
+        head, when = f"**layer {f.layer} head {f.head}**", f"around step **{f.step:,}**"
+        score = f"{f.score:.0%} at step {lapse.steps[-1]:,}"
+        if twin is None or twin not in last["roles"]:
+            lines.append(f"- {head} becomes a *{name}* head {when} ({score})")
+            continue
+        lines.append(f"- {head} scores {FORMED:.0%} or more on *{name}* from {when} ({score}); on these probes every "
+                     f"such link goes to the {ROLE_NAMES[twin]} (its *{ROLE_NAMES[twin]}* score over all words: "
+                     f"{last['roles'][twin][f.layer, f.head]:.0%})")
+    return lines
+
+
 def _procrustes(moving: np.ndarray, fixed: np.ndarray) -> np.ndarray:
     """`moving` rotated (or reflected) to lie as close as it can to `fixed`; no stretching."""
     u, _, vt = np.linalg.svd(moving.T @ fixed)
@@ -177,10 +222,50 @@ def probe(frame: dict, text: str) -> dict | None:
     return next((p for p in frame["probes"] if p["text"] == text), None)
 
 
+@lru_cache(maxsize=8)
+def _twins(texts: frozenset[str]) -> tuple[dict[str, str], str]:
+    probes = [p for p in PROBES if p.text in texts]  # a sentence the probe set no longer holds: links unknown
+    return heads.twins(probes), heads.twins_note(probes)
+
+
+def twins(frame: dict) -> dict[str, str]:
+    """Grammatical role -> the positional role it is on every link of the frame's probe sentences."""
+    return _twins(frozenset(p["text"] for p in frame["probes"]))[0]
+
+
+def twins_note(frame: dict | None = None) -> str:
+    """The sentence that says which grammatical roles are positional ones on the frame's probes (default: on
+    the whole probe set, the one a new run records); empty when none is."""
+    texts = [p["text"] for p in frame["probes"]] if frame is not None else [p.text for p in PROBES]
+    return _twins(frozenset(texts))[1]
+
+
+NO_ROLE = "no clear role"
+
+
+def role_text(frame: dict, layer: int, head: int) -> str:
+    """'previous token 0.88': the role a head plays most, among the roles it scores at CLEAR times uniform
+    attention's score or more; 'no clear role (best 0.10, uniform 0.09)' when it plays none. A grammatical
+    role that is a positional one on these probes gives the positional reading first: 'previous token 0.88
+    (verb → subject 0.98: on these probes, the previous token)'."""
+    scores = {role: float(s[layer, head]) for role, s in frame["roles"].items()}
+    chance = frame.get("chance") or {}
+    clear = [r for r, v in scores.items() if v >= CLEAR * chance.get(r, 0.0)]
+    if clear:
+        role = max(clear, key=scores.get)
+        twin = twins(frame).get(role)
+        if twin in scores:
+            return (f"{ROLE_NAMES[twin]} {scores[twin]:.2f} ({ROLE_NAMES[role]} {scores[role]:.2f}: on these probes, "
+                    f"the {ROLE_NAMES[twin]})")
+        return f"{ROLE_NAMES.get(role, role)} {scores[role]:.2f}"
+    best = max(scores, key=scores.get)
+    return f"{NO_ROLE} (best {scores[best]:.2f}, uniform {chance.get(best, 0.0):.2f})"
+
+
 def head_changes(a: dict, b: dict) -> pd.DataFrame:
     """How far each head's attention moved from frame a to frame b: the total variation distance between
     its rows (half the sum of absolute differences, 0 same .. 1 disjoint), averaged over the probe
-    sentences' word tokens; most changed first, with the role scores before and after."""
+    sentences' word tokens; most changed first, with the role it plays before and after (`role_text`)."""
     per_probe = []
     for pa, pb in zip(a["probes"], b["probes"]):
         rows = slice(1, len(pa["tokens"]) - 1)
@@ -189,22 +274,20 @@ def head_changes(a: dict, b: dict) -> pd.DataFrame:
     rows = []
     for layer in range(distance.shape[0]):
         for head in range(distance.shape[1]):
-            role_a = max(a["roles"], key=lambda r: a["roles"][r][layer, head])
-            role_b = max(b["roles"], key=lambda r: b["roles"][r][layer, head])
             rows.append({"head": f"layer {layer} head {head}", "layer": layer, "index": head,
                          "distance": float(distance[layer, head]),
-                         "before": f"{ROLE_NAMES.get(role_a, role_a)} {a['roles'][role_a][layer, head]:.2f}",
-                         "after": f"{ROLE_NAMES.get(role_b, role_b)} {b['roles'][role_b][layer, head]:.2f}"})
+                         "before": role_text(a, layer, head), "after": role_text(b, layer, head)})
     return pd.DataFrame(rows).sort_values("distance", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def prediction_changes(a: dict, b: dict) -> pd.DataFrame:
-    """For each probe sentence: the masked word, the top guess at both steps, and p(true word) at both."""
+    """For each probe sentence: the masked word, and the top guess with its probability at both steps (a
+    snapshot keeps the top 5 guesses only, so the true word's probability is not always known)."""
     rows = []
     for pa, pb in zip(a["probes"], b["probes"]):
         top_a, top_b = (pa["top"] or [("", 0.0)])[0], (pb["top"] or [("", 0.0)])[0]
         rows.append({"sentence": pa["text"].replace(f" {pa['masked']} ", " [MASK] ", 1), "true word": pa["masked"],
-                     f"guess at {a['step']}": top_a[0], f"p at {a['step']}": top_a[1],
-                     f"guess at {b['step']}": top_b[0], f"p at {b['step']}": top_b[1],
+                     f"guess at {a['step']}": top_a[0], f"p(guess) at {a['step']}": top_a[1],
+                     f"guess at {b['step']}": top_b[0], f"p(guess) at {b['step']}": top_b[1],
                      "changed": top_a[0] != top_b[0]})
     return pd.DataFrame(rows)

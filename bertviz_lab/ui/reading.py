@@ -1,0 +1,36 @@
+""""What BERT reads": the input as the model's tokens, with a word of warning where it reads words badly."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bertviz_lab.bert.checkpoint import Checkpoint
+from bertviz_lab.bert.tokenizer import Encoding
+from bertviz_lab.ui.models import BOX
+from bertviz_lab.ui.widgets import plain
+from bertviz_lab.views.reading import MANY_PIECES, listed, reading
+
+HUB_EXAMPLE = "bert-base-uncased"
+
+
+def what_bert_reads(ckpt: Checkpoint, encoding: Encoding, text_a: str, text_b: str | None) -> None:
+    """The tokens as the model reads them (masks applied), then what it cannot read well, and why."""
+    seen = reading(ckpt.tokenizer, encoding, text_a, text_b)
+    st.caption("What BERT reads: its tokens, one by one (a word it has no token for is read in pieces)")
+    st.code(" ".join(seen.tokens), language=None, wrap_lines=True)
+    problems = []
+    if seen.unknown:
+        problems.append(f"This model reads {plain(listed(list(seen.unknown)))} as {plain(ckpt.tokenizer.unk_token)}, "
+                        "its unknown token: nothing of those words reaches it.")
+    if seen.split:
+        shown = [f"{w.text} ({' '.join(w.pieces)})" for w in seen.split]
+        problems.append(f"This model has no token for {plain(listed(shown))} and reads "
+                        f"{'it' if len(shown) == 1 else 'each'} in {MANY_PIECES} or more pieces; it must piece the "
+                        "meaning together, so a guess that depends on such a word can be weak.")
+    if seen.story_world:
+        where = (f"{'It' if problems else 'This model'} knows only the lab's story world: its vocabulary is that world's {seen.vocab_size:,} tokens, "
+                 "one per word of the stories plus single letters for everything else. For real English, open a "
+                 f"BERT from the Hugging Face Hub: type `{HUB_EXAMPLE}` in the sidebar box “{BOX}”.")
+        (st.warning if problems else st.caption)(" ".join(problems + [where]))
+    elif problems:
+        st.warning(" ".join(problems))

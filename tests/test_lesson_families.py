@@ -1,0 +1,84 @@
+"""The Lesson's sentences on every family's random checkpoint (tests/family_models.py): the framing step 1 shows
+is the tokenizer's own, the previous-token step names a head only where one clearly does it, the contextual step
+says what layer 0 can tell, and the embedding step finds its options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from family_models import build
+from streamlit.testing.v1 import AppTest
+from test_page_lesson import PAGE, SENSES
+
+from bertviz_lab.bert.checkpoint import load_checkpoint
+from bertviz_lab.errors import InputError
+from bertviz_lab.views import attention as av
+from bertviz_lab.views import inputs
+from bertviz_lab.views import lesson as vl
+from bertviz_lab.views import lesson_heads as vlh
+from bertviz_lab.views import lesson_vectors as vlv
+
+MEMBERS = ["bert", "distilbert", "roberta", "xlm-roberta", "electra-generator", "albert"]
+BERT_FRAME, ROBERTA_FRAME = "`[CLS]` A `[SEP]` B `[SEP]`", "`<s>` A `</s>` `</s>` B `</s>`"
+FRAMES = {"roberta": ROBERTA_FRAME, "xlm-roberta": ROBERTA_FRAME}  # the others: BERT's
+ATTENTION = "the animal did not cross the street because it was too tired ."
+
+
+@pytest.fixture(scope="module", params=MEMBERS)
+def member(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(request.param)
+    build(request.param, folder)
+    return request.param, folder, load_checkpoint(folder)
+
+
+def test_the_framing_is_read_off_the_tokenizer(member):
+    name, _, ckpt = member
+    note = vl.framing_note(ckpt.tokenizer)
+    assert f"frames two sentences A and B as {FRAMES.get(name, BERT_FRAME)}," in note
+    assert f"writes the blank `{ckpt.tokenizer.mask_token}`" in note
+    assert ("typing [MASK] works too" in note) == (ckpt.tokenizer.mask_token != "[MASK]")
+
+
+def test_a_head_is_named_for_the_previous_token_only_where_it_clearly_does_it(member):
+    _, _, ckpt = member
+    view = av.explore(ckpt.model, inputs.encode(ckpt.tokenizer, ckpt.model, ATTENTION))
+    quiz, table = vlh.previous_token(view, vlh.previous_elsewhere(ckpt.model, ckpt.tokenizer, ATTENTION))
+    T = len(view.tokens)
+    assert quiz.scored == (table["score"][0] >= vlh.CLEAR / T)
+    assert ("no head clearly looks at the previous token" in quiz.why) != quiz.scored
+    assert "other sentences" in quiz.why and f"1/{T} = " in quiz.why
+
+
+def test_the_contextual_step_says_what_layer_0_can_tell(member):
+    _, _, ckpt = member
+    try:
+        quiz, table = vlv.contextual(ckpt.model, ckpt.tokenizer, "bank", list(SENSES))
+    except InputError as exc:  # a vocabulary without "bank" as the sentences spell it says so
+        assert "does not know" in str(exc)
+        return
+    assert any(reading in quiz.why for reading in ("layer 0 knows only the token and where it stands",
+                                                   "so there they differ only by position"))
+    accepted = {quiz.answer, *quiz.also}
+    assert not quiz.scored or len(accepted) == 1 or all(f"“{o}”" in quiz.why for o in accepted)
+    assert np.isfinite(table[[vlv.SAME, vlv.OTHER]].to_numpy()).all()
+
+
+def test_the_pronoun_head_and_the_embedding_question_work_for_every_family(member):
+    _, _, ckpt = member
+    found = vlh.pronoun_heads(ckpt.model, ckpt.tokenizer, ATTENTION)
+    if found is not None:
+        assert found.scores.shape[1:] == (ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads)
+    encoding = inputs.encode(ckpt.tokenizer, ckpt.model, "the cat sat on the [MASK] .")
+    words = vlv.embedding_words(encoding, ckpt.tokenizer)
+    quiz, options, _ = vlv.embeddings(ckpt.model, ckpt.tokenizer, vlv.content_word(words))
+    assert len(set(quiz.question.options)) == 4 and quiz.answer == options["token"][0]
+
+
+def test_the_lesson_page_shows_robertas_own_framing(tmp_path):
+    build("roberta", tmp_path / "roberta")
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["model.path"] = str(tmp_path / "roberta")
+    at.run()
+    assert not at.exception, at.exception
+    shown = " ".join(c.value for c in at.caption)
+    assert ROBERTA_FRAME in shown and "`<mask>`" in shown
