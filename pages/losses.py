@@ -10,7 +10,7 @@ from bertviz_lab.ui.losses import F4, FREQUENCY_COLUMNS, STEPS, before_after, re
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Losses as K  # this page's session-state keys
-from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, sentence_inputs
+from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, plain, sentence_inputs
 from bertviz_lab.views import losses as lesson
 from bertviz_lab.views import masking_stats
 
@@ -34,7 +34,7 @@ shares = [col.number_input(label, value=key.default, step=0.05, format="%.2f", k
           for col, label, key in zip(cols[3:], SHARE_LABELS, K.SHARES)]
 source = st.radio("Random tokens come from", list(lesson.RANDOM_TOKENS), format_func=lesson.RANDOM_TOKENS.get,
                   key=K.RANDOM_TOKENS.name, horizontal=True)
-pad, unk, cls, sep, mask = lesson.special_names(ckpt.tokenizer)
+pad, unk, cls, sep, mask = map(plain, lesson.special_names(ckpt.tokenizer))  # Markdown: <s> is no tag
 st.caption(f"Active: {lesson.RANDOM_TOKENS[source]}. BERT draws its 10% random tokens from the whole vocabulary "
            "(Google's create_pretraining_data.py and Hugging Face's DataCollatorForLanguageModeling alike), so "
            f"{cls}, {sep}, {pad}, {unk} or {mask} can be drawn.")

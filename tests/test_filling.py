@@ -73,6 +73,7 @@ def test_explore_masks_reports_both_views_and_hidden_words(tiny_model, tiny_toke
     rows = predict.mask_rows(report)
     assert [r["hidden word"] for r in rows] == ["cat", ""] and all("left-to-right" in r for r in rows)
     single = predict.explore_masks(tiny_model, tiny_tokenizer, enc)
-    assert single.iterative is None and single.masked_text == "the cat sat on the [MASK]"
+    assert single.iterative is None
+    assert inputs.sentence(single.encoding.tokens, single.encoding.sequence_ids) == "the cat sat on the [MASK]"
     with pytest.raises(predict.NothingMasked):
         predict.explore_masks(tiny_model, tiny_tokenizer, encode(tiny_model, tiny_tokenizer, "the cat"))

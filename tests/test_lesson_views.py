@@ -194,7 +194,7 @@ def test_a_layer_whose_two_cosines_are_within_the_margin_reads_either_way(tiny_m
 
 def planted(monkeypatch, positions, vectors) -> None:
     """word_in_context gives these positions (one "bank" token each) and vectors (L + 1, 3, d)."""
-    wic = rv.WordInContext("bank", ("bank",), ("s1", "s2", "s3"), positions, np.array(vectors, dtype=np.float32),
+    wic = rv.WordInContext("bank", ("s1", "s2", "s3"), positions, np.array(vectors, dtype=np.float32),
                            (("bank",),) * 3)
     monkeypatch.setattr(vlv.rv, "word_in_context", lambda *args: wic)
 

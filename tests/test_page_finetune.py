@@ -284,7 +284,7 @@ def test_the_overlay_draws_one_trace_per_chosen_run(trained):
     assert names == ["coherence · from tiny-pre step 10 · full fine-tuning",
                      "coherence · from scratch (2×32) · full fine-tuning"]  # legends: the runs' descriptions
     assert len(charts(at, "Training loss")[0]["data"]) == 2
-    notes = [m.value for m in at.markdown if "always answering" in m.value][0]  # what these two runs show
+    notes = [m.value.replace("\\", "") for m in at.markdown if "always answering" in m.value][0]  # what these two runs show
     last = {name: runs.read_metrics(root / name, "eval")[-1]["dev_acc"] for name in ("from-page", "scratch")}
     assert f"pretrained with NSP against random weights: {last['from-page']:.1%} vs {last['scratch']:.1%}" in notes
     assert fd.COHERENCE_NOTE in notes and "climbs slowly, if at all" not in notes

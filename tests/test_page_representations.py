@@ -160,7 +160,7 @@ def test_the_shapes_tab_draws():
                + list(at.text) + list(at.caption))
     at.button_group(key="shapes.model").set_value("active").run()  # the shipped BERT has a pooler
     assert not at.exception and "pooler_output shape : torch.Size([3, 256])" in at.code[0].value
-    assert any("pooler_output is one vector per sentence: tanh(W · h[CLS] + b)" in c.value for c in at.caption)
+    assert any("pooler_output is one vector per sentence: tanh(W · h\\[CLS\\] + b)" in c.value for c in at.caption)
 
 
 def test_edits_outlive_a_look_at_another_tab():

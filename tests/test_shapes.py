@@ -3,6 +3,8 @@ padding that changes nothing, clear messages for bad sizes and sentences, and th
 
 from __future__ import annotations
 
+import re
+
 import json
 
 import numpy as np
@@ -158,7 +160,8 @@ def warnings(at: AppTest) -> str:
 
 
 def said(at: AppTest) -> str:
-    return "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind))
+    text = "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind))
+    return re.sub(r"\\(.)", r"\1", text)  # as shown: Markdown escapes resolved (the pad token is escaped: <pad>)
 
 
 def test_the_tab_shows_the_shapes_and_hidden_64_changes_them(tab):

@@ -78,7 +78,7 @@ def sentence_pages(model, tokenizer, text_a: str, text_b: str | None) -> None:
     clickable = [w.index for w in words if not w.is_mask][:2]
     try:
         report = predict.explore_masks(model, tokenizer, encoding, clickable, top_k=3, max_steps=2)
-        assert report.masked_text and report.independent.masks
+        assert inputs.sentence(report.encoding.tokens, report.encoding.sequence_ids) and report.independent.masks
     except predict.NothingMasked as exc:
         one_line(exc)
     view = attention.explore(model, encoding)

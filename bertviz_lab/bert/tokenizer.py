@@ -30,8 +30,6 @@ from bertviz_lab.errors import CheckpointError, InputError
 # BERT's special tokens, named once: every other module takes them from here.
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
-# Tokens that only frame the input; [MASK] and [UNK] stand for real words.
-FRAME_TOKENS = frozenset({CLS, SEP, PAD})
 # Each special token's role -> BERT's spelling; other families spell them their way (`specials`).
 ROLES = {"pad": PAD, "unk": UNK, "cls": CLS, "sep": SEP, "mask": MASK}
 # ASCII-only so exotic case folds (e.g. the long s "ſ") never turn into a mask.

@@ -8,6 +8,8 @@ weight that the word tokens (every position but [CLS] and the final [SEP]) give 
 
 averaged over each sentence's word tokens, then over the sentences. A head scoring 0.87 on
 "previous" is a previous-token head: 87% of each word's attention goes one token back.
+`uniform_scores` is what a head spreading its attention evenly would score; a role is clear at
+`CLEAR` times that or more.
 
 On the probe set (`corpus.probes`), whose grammar the generator knows, three syntactic roles
 are scored too: the weight from a determiner to its noun, from a verb to its subject, and from
@@ -43,6 +45,10 @@ MAX_SENTENCES = 32
 LINK_WORDS = {"det_noun": ("determiner", "noun"), "verb_subject": ("verb", "subject"),
               "pronoun_referent": ("pronoun", "referent")}  # a link's two ends, as the twins' note names them
 NEIGHBOURS = {-1: "previous", 1: "next"}  # a link's word offset -> the positional role it is on every link
+# A head plays a role clearly only when it scores at least CLEAR times what uniform attention would score
+# there (`uniform_scores`): a random model's heads already score near uniform (0.07-0.10 on the probe set,
+# whose sentences are 9 to 15 tokens), so only a multiple of it says the head learned to look there.
+CLEAR = 2
 
 
 def twins(probes=PROBES) -> dict[str, str]:
@@ -165,6 +171,12 @@ def roles_of(weights: list[np.ndarray], encodings: list[Encoding],
             if values:
                 scores[role] = np.mean(values, axis=0)
     return scores
+
+
+def uniform_scores(encodings: list[Encoding], probes: list[ProbeSentence] | None = None) -> dict[str, np.ndarray]:
+    """What a head that spreads its attention evenly (1/T to every token) would score, role -> (1, 1): the
+    line a role must clear to mean anything."""
+    return roles_of([np.full((1, 1, len(e), len(e)), 1 / len(e)) for e in encodings], encodings, probes)
 
 
 def head_roles(model, tokenizer, sentences: list[str] | None = None) -> HeadRoles:

@@ -100,8 +100,7 @@ def take(model, tokenizer, step: int) -> dict | None:
     finally:
         model.train(training)
     roles = heads.roles_of(weights, plain, probes)
-    # What a head that spreads its attention evenly would score: the line a role must clear to mean anything.
-    uniform = heads.roles_of([np.full((1, 1, len(e), len(e)), 1 / len(e)) for e in plain], plain, probes)
+    uniform = heads.uniform_scores(plain, probes)
     return {"kind": "snapshot", "step": int(step), "layers": model.config.num_hidden_layers,
             "heads": model.config.num_attention_heads,
             "probes": [{"text": p.text, "tokens": list(e.tokens), "attention": _rounded(w),

@@ -23,7 +23,7 @@ from bertviz_lab.ui.pretrain import REFRESH_S, curves_of
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Finetune as K
 from bertviz_lab.ui.tables import percents, points
-from bertviz_lab.ui.widgets import chart
+from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import finetune_dev as fd
 from bertviz_lab.views import pretrain as vp
@@ -178,7 +178,7 @@ def _live(run_dir: str) -> None:
     chart_pair({run.name: curves}, "finetune.live")
     base = chance_of(run)
     st.caption("Thin lines: each training batch (noisy). Bold: the dev set, which it never trains on."
-               + (f" Chance here: always answering \u201c{base.label}\u201d gets {base.share:.1%} of these "
+               + (f" Chance here: always answering \u201c{plain(base.label)}\u201d gets {base.share:.1%} of these "
                   f"{base.items:,} dev items, the accuracy to beat." if base is not None else ""))
 
 
@@ -223,7 +223,7 @@ def compare_runs(all_runs: list[runs.RunInfo]) -> None:
                "Overlay a start from random weights, or one pretrained without NSP, on the same task to see what "
                "pretraining, or NSP, is worth there. What these runs show:")
     outcomes = [o for o in (outcome(r, legend[r.name]) for r in picked) if o is not None]
-    st.markdown("\n".join(f"- {note}" for note in fd.compare_notes(outcomes)))
+    st.markdown("\n".join(f"- {plain(note)}" for note in fd.compare_notes(outcomes)))  # labels, file names
 
 
 def outcome(run: runs.RunInfo, legend: str) -> fd.Outcome | None:

@@ -25,7 +25,7 @@ from bertviz_lab.ui import state
 from bertviz_lab.ui.models import cached_checkpoint, device_name, shown
 from bertviz_lab.ui.state import Finetune as K
 from bertviz_lab.ui.tables import number, percents, table_height
-from bertviz_lab.ui.widgets import chart
+from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import finetune_dev as fd
 
@@ -63,12 +63,16 @@ def chance_of(run: runs.RunInfo) -> fd.Chance | None:
 
 
 def start_facts(cfg: FinetuneConfig) -> fd.StartFacts:
-    """What the run's start brings: read from the checkpoint it started from (cached, shared)."""
+    """What the run's start brings: read from the names of the weights it started from (its safetensors header;
+    else the model itself, cached and shared)."""
     if not cfg.checkpoint:
         return fd.StartFacts(pretrained=False, pooler=False, nsp=False)
-    model = cached_checkpoint(cfg.checkpoint, device_name()).model
-    nsp = bool(getattr(model, "has_nsp", False)) or vf.checkpoint_nsp(cfg.checkpoint) is True
-    return fd.StartFacts(pretrained=True, pooler=model.bert.pooler is not None, nsp=nsp)
+    parts = vf.checkpoint_parts(cfg.checkpoint)
+    if parts is None:
+        model = cached_checkpoint(cfg.checkpoint, device_name()).model
+        parts = (model.bert.pooler is not None, model.has_nsp)
+    pooler, nsp_head = parts
+    return fd.StartFacts(pretrained=True, pooler=pooler, nsp=nsp_head or vf.checkpoint_nsp(cfg.checkpoint) is True)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading the dev set…")
@@ -100,7 +104,7 @@ def dev_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     st.markdown(f"The latest checkpoint, **{run.checkpoint.name}**, gets **{report.accuracy:.1%}** of "
                 f"{report.items:,} {what} right" + (f" (in {report.examples:,} dev sentences)" if report.kind == TOKEN
                                                      else "") + "." +
-                (f" Always answering \u201c{base.label}\u201d would get {base.share:.1%}: this is "
+                (f" Always answering \u201c{plain(base.label)}\u201d would get {base.share:.1%}: this is "
                  f"{fd.versus_chance(report.accuracy, base)}." if base is not None else ""))
     left, right = st.columns([3, 2])
     chart(figs.confusion_heatmap(report.confusion, list(report.labels), "Confusion matrix"),
@@ -158,7 +162,7 @@ def try_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     right.dataframe(percents(pd.DataFrame({"label": result.labels, "probability": result.probs,
                                            "logit": result.logits}), "probability"),
                     hide_index=True, key="finetune.probs", column_config={"logit": number("%.4f")})
-    right.caption(f"The classifier reads {ckpt.tokenizer.specials['cls']} after the last layer, through the pooler "
+    right.caption(f"The classifier reads {plain(ckpt.tokenizer.specials['cls'])} after the last layer, through the pooler "
                   "(tanh of a linear map), and gives one logit per label; the probabilities are their softmax.")
 
 
@@ -167,7 +171,7 @@ def picture_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     before = _before(str(run.path), json.dumps(cfg.to_dict(), sort_keys=True), _mtime(run.path / TASK_FILE),
                      device_name())
     pic = fd.picture(before, after)
-    cls = cached_checkpoint(str(run.checkpoint), device_name()).tokenizer.specials["cls"]
+    cls = plain(cached_checkpoint(str(run.checkpoint), device_name()).tokenizer.specials["cls"])
     what = (f"the first {len(pic.labels):,} tagged words of the dev set (each word's vector at its first piece)"
             if after.kind == TOKEN else f"the {len(pic.labels):,} dev examples (the pooled {cls} vector of each)")
     chart(figs.before_after(pic.points, pic.explained, pic.labels, pic.texts, "The dev set as the classifier sees it",

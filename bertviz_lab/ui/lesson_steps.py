@@ -179,7 +179,7 @@ def fine_tuning(ckpt: Checkpoint) -> None:
                           f"Dev accuracy of a linear probe, {result.task}", value_format=".1%",
                           x_title="dev accuracy", reference=(result.majority, "commonest label")),
               "lesson_finetune")
-        shipped = Path(ckpt.path).resolve() == (state.SHIPPED / "bertviz-mini").resolve()
+        shipped = Path(ckpt.path).resolve() == Path(state.Model.PATH.default).resolve()
         st.caption(runs.full_fine_tuning(task, shipped))
         if st.button("Open the Fine-tune page", key=f"{K.REVEAL.name}.finetune", icon=":material/tune:"):
             st.switch_page("pages/finetune.py")

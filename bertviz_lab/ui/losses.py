@@ -12,7 +12,7 @@ from bertviz_lab.figures import losses as figs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Losses as K
 from bertviz_lab.ui.tables import number
-from bertviz_lab.ui.widgets import chart
+from bertviz_lab.ui.widgets import chart, plain, segments_help
 from bertviz_lab.views import losses as lesson
 
 F4, F6 = number("%.4f"), number("%.6f")
@@ -38,11 +38,9 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def step_tokens(w):
-    segments = {0: "This model has no segment embeddings: it tells A from B only by the separator tokens.",
-                1: "Every token gets segment 0: this model has one segment vector, added to A and B alike, so it "
-                   "tells them apart only by the separator tokens."}
-    st.caption(f"The tokenizer splits the text into {w.tokenizer_kind} tokens and frames a pair as {w.framing}. "
-               + segments.get(w.segments, "Segment A = 0, segment B = 1."))
+    segments = "Segment A = 0, segment B = 1." if w.segments > 1 else segments_help(w.segments)
+    st.caption(f"The tokenizer splits the text into {w.tokenizer_kind} tokens and frames a pair as {plain(w.framing)}. "
+               + segments)
     table = lesson.token_table(w)
     st.dataframe(wide(table[["position", "token", "id", "segment" if "segment" in table else "sentence"]]))
 

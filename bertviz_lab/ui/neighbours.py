@@ -106,18 +106,18 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     token = encoding.tokens[position]
     left, right = st.columns([1, 3])
     with left:
-        st.markdown(f"**Static: the embedding matrix row of “{token}”**")
+        st.markdown(f"**Static: the embedding matrix row of “{plain(token)}”**")
         table = nv.static_neighbours(ckpt.model, ckpt.tokenizer, encoding.ids[position], int(k))
         st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
     with right:
-        st.markdown(f"**Contextual: “{token}” in your sentence after layer {figs.layer_name(layer)}**")
+        st.markdown(f"**Contextual: “{plain(token)}” in your sentence after layer {figs.layer_name(layer)}**")
         query = _query(model_key(ckpt), tuple(encoding.ids), position, ckpt, encoding)
         table = nv.contextual_neighbours(bank, ckpt.tokenizer, query[layer], layer, int(k),
                                          word=senses.get(position), own=tuple(encoding.tokens))
         st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
     specials = ckpt.tokenizer.specials
     st.caption(f"The bank: {len(bank.sentences):,} corpus sentences, {bank.size:,} word tokens (special tokens such "
-               f"as {specials['cls']} and {specials['sep']} left out), each compared by cosine; your own sentence, "
+               f"as {plain(specials['cls'])} and {plain(specials['sep'])} left out), each compared by cosine; your own sentence, "
                "when the bank holds it, is left out (its token would find itself at cosine 1). «» marks the "
                "neighbour in its sentence; the sense column tells the meaning of a sense-set word where the "
                "sentence shows it (— where it does not).")

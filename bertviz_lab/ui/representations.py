@@ -189,6 +189,6 @@ def lens_tab(ckpt: Checkpoint) -> None:
                f"(“{last}”)'s probability and rank at every layer. The last row is exactly what Mask & predict "
                f"shows: it equals the model's own output to within {found.final_difference:.1e}. Row 0 reads layer 0, "
                f"the embedding layer's output, before any attention. {embedding_layer(ckpt.config)} So there the head "
-               f"sees only the {ckpt.tokenizer.mask_token} token"
+               f"sees only the {plain(ckpt.tokenizer.mask_token)} token"
                f"{', its position and its segment' if ckpt.config.type_vocab_size > 1 else ' and its position'}, "
                "nothing of the other words.")

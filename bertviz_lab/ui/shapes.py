@@ -102,7 +102,7 @@ def _inputs(ckpt: Checkpoint) -> tuple[Setup | None, list[str]]:
 
 def _batch(view: vs.ShapesView) -> None:
     st.subheader("The batch")
-    T, pad = len(view.tokens[0]), view.pad_token
+    T, pad = len(view.tokens[0]), plain(view.pad_token)  # Markdown: RoBERTa's <pad> would read as a tag
     st.caption(f"One row per sentence, one column per position. Every row is {T} positions long, the longest "
                f"sentence's length; shorter ones are filled up on the right with {pad}. The attention_mask says "
                f"which positions are real: 1 for a real token, 0 for {pad}.")
@@ -116,7 +116,7 @@ def _shapes(view: vs.ShapesView) -> None:
     st.code(view.printout(), language=None)
     B, T, d = view.shapes["last_hidden_state"]
     heads = view.shapes["attentions"][1]
-    cls = view.cls_token
+    cls = plain(view.cls_token)
     pooler = (f"pooler_output is one vector per sentence: tanh(W · h{cls} + b), from the first token's ({cls}'s) "
               "last hidden state." if view.has_pooler else
               "This model has no pooler: it returns no pooler_output, only the vectors per token; a sentence-level "
@@ -127,7 +127,7 @@ def _shapes(view: vs.ShapesView) -> None:
 
 
 def _attention(view: vs.ShapesView) -> None:
-    pad = view.pad_token
+    pad = plain(view.pad_token)
     st.subheader(f"Attention never looks at {pad}")
     L, H = view.weights.shape[:2]
     B = len(view.tokens)
@@ -162,7 +162,7 @@ def _padding_changes_nothing(view: vs.ShapesView) -> None:
         return
     st.subheader("Padding changes nothing")
     gap = "exactly 0" if view.alone_difference == 0.0 else f"{view.alone_difference:.1e}"
-    pad, pooled = view.pad_token, ", and its pooler_output" if view.has_pooler else ""
+    pad, pooled = plain(view.pad_token), ", and its pooler_output" if view.has_pooler else ""
     st.markdown("The largest |difference| between a padded sentence's real tokens (every hidden state, in every "
                 f"layer{pooled}) and the same sentence run alone, without {pad}: **{gap}**.")
     st.caption(f"Why: the attention_mask replaces the score of every {pad} key with −1e9 before the softmax, and "

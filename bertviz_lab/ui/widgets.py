@@ -29,11 +29,12 @@ def plain(text: str) -> str:
     return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
 
 
-def segments_help(config: BertConfig) -> str:
-    """How this model tells sentence B from sentence A: a segment vector each, or only the separator tokens."""
-    if config.type_vocab_size > 1:
+def segments_help(segments: int) -> str:
+    """How a model with this many segment vectors (config.type_vocab_size) tells sentence B from sentence A: a
+    segment vector each, or only the separator tokens."""
+    if segments > 1:
         return "Sentence A's tokens get segment 0 and sentence B's segment 1: the model adds each segment's vector."
-    if config.type_vocab_size == 1:
+    if segments == 1:
         return ("This model has one segment vector, added to both sentences alike: it tells B from A only by the "
                 "separator tokens between them.")
     return "This model has no segment embeddings: it tells B from A only by the separator tokens between them."
@@ -45,7 +46,7 @@ def sentence_inputs(keys: Sentences, config: BertConfig | None = None) -> tuple[
     text_a = st.text_area("Sentence A", value=keys.text_a.default, key=keys.text_a.name, height=80,
                           max_chars=MAX_CHARS)
     pair = st.toggle("Add a second sentence", value=keys.pair.default, key=keys.pair.name,
-                     help=None if config is None else segments_help(config))
+                     help=None if config is None else segments_help(config.type_vocab_size))
     text_b = None
     if pair:
         text_b = st.text_area("Sentence B", value=keys.text_b.default, key=keys.text_b.name, height=68,

@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from safetensors import safe_open
 
 from bertviz_lab import atomic, files
-from bertviz_lab.bert.checkpoint import CARD_FILE
+from bertviz_lab.bert.checkpoint import CARD_FILE, SAFETENSORS
 from bertviz_lab.bert.classifier import TOKEN, BertClassifier
 from bertviz_lab.bert.config import PRESET_SHAPES
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
@@ -153,6 +154,18 @@ def checkpoint_nsp(folder) -> bool | None:
     if _in_run(folder):
         return _nsp(folder.parent.parent / "run.json", "config")
     return _nsp(folder / CARD_FILE, "train_config")
+
+
+def checkpoint_parts(folder) -> tuple[bool, bool] | None:
+    """(has a pooler, has an NSP head) by the weight names in the folder's model.safetensors header, without loading
+    a weight; None when there is no readable safetensors file (then load the model to know)."""
+    try:
+        with safe_open(str(Path(folder) / SAFETENSORS), framework="pt") as weights:
+            names = list(weights.keys())
+    except Exception:  # noqa: BLE001 (a missing, cut or hostile file: the caller falls back to loading the model)
+        return None
+    return (any(n.endswith("pooler.dense.weight") for n in names),
+            any(n.endswith("seq_relationship.weight") for n in names))
 
 
 RANDOM, WITH_NSP, NO_NSP, PRETRAINED = "random", "pretrained with NSP", "pretrained without NSP", "pretrained"

@@ -207,6 +207,16 @@ def picture(before: DevPass, after: DevPass) -> Picture:
 
 
 # --- What the numbers allow us to say ---------------------------------------------------------------------
+NOISE_SE = 2  # a gap within this many standard errors (about a 95% band) could be which items the dev set holds
+
+
+def noise_band(*accuracies: float, n: int) -> float:
+    """NOISE_SE standard errors of one accuracy measured on n items, or of the difference of two, each a share
+    of the same n items, taken as independent (scored on the same items they tend to agree, which makes the
+    gap's true spread smaller, so the band errs wide): NOISE_SE * sqrt(sum of a(1 - a) / n)."""
+    return NOISE_SE * math.sqrt(sum(a * (1 - a) for a in accuracies) / max(n, 1))
+
+
 @dataclass(frozen=True)
 class Chance:
     """The accuracy to beat: always giving the commonest label of the scored dev items."""
@@ -218,7 +228,7 @@ class Chance:
     def noise(self) -> float:
         """Two standard errors of an accuracy near `share` on `items` items (about: a tag task's words are
         not independent): a difference this small could come from which examples the dev set holds."""
-        return 2 * math.sqrt(self.share * (1 - self.share) / max(self.items, 1))
+        return noise_band(self.share, n=self.items)
 
 
 def chance(task: Task, n: int) -> Chance:
@@ -259,8 +269,7 @@ COHERENCE_NOTE = ("Coherence is built like NSP, by the same story generator: B i
 
 def _difference(a: Outcome, b: Outcome) -> tuple[float, float]:
     """a's last accuracy minus b's, and two standard errors of that difference on the dev items."""
-    (pa, pb), n = (a.last[1], b.last[1]), a.chance.items
-    return pa - pb, 2 * math.sqrt((pa * (1 - pa) + pb * (1 - pb)) / max(n, 1))
+    return a.last[1] - b.last[1], noise_band(a.last[1], b.last[1], n=a.chance.items)
 
 
 def _gap(a: Outcome, b: Outcome) -> str:

@@ -25,6 +25,7 @@ from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.corpus.probes import PROBES, ProbeSentence
 from bertviz_lab.errors import InputError
 from bertviz_lab.pretrain import heads
+from bertviz_lab.pretrain.heads import CLEAR
 from bertviz_lab.views import attention as av
 from bertviz_lab.views.lesson import Question, Quiz, ranked, token_options
 
@@ -60,9 +61,6 @@ NOT_AN_EXPLANATION = ("A weight shows where a head looks, not what the model doe
 
 
 # --- 3. Attention heads ------------------------------------------------------------------------------
-CLEAR = 2  # a head clearly looks at the previous token when it gives it this many times what even attention gives
-
-
 @dataclass(frozen=True)
 class PreviousElsewhere:
     """Each head's previous-token score on sentences other than the one shown (the probe set and the pronoun

@@ -29,6 +29,7 @@ from bertviz_lab.finetune import tasks
 from bertviz_lab.pretrain.config import TrainConfig, max_threads
 from bertviz_lab.pretrain.data import builtin_vocabulary
 from bertviz_lab.pretrain.loop import EVAL_STREAM, Trainer
+from bertviz_lab.views.finetune_dev import NOISE_SE, noise_band
 from bertviz_lab.views.lesson import Question, Quiz
 from bertviz_lab.views.representations import piece_means
 from bertviz_lab.views.shapes import random_model
@@ -40,7 +41,6 @@ TINY = dict(preset="tiny", hidden=64, heads=2, layers=2, batch_size=16, seq_len=
 PROBE_TASKS = ("acceptability", "coherence")  # the built-in tasks with one label per input
 PROBE_TRAIN, PROBE_DEV = 400, 200  # examples read: a few seconds for each model
 PROBE_STEPS, PROBE_LR = 300, 0.01  # full-batch Adam on standardized features
-TIE_SE = 2  # accuracies closer than this many standard errors of their difference count as a tie
 PRETRAINED, RANDOM = "the pretrained model", "random weights of the same shape"
 # Full fine-tuning of the shipped bertviz-mini (every weight trained, 200 steps; dev accuracy on all 400 dev
 # examples), pretrained and from random weights of the same shape: `python -m bench.finetune_gain`, 2026-11-25
@@ -200,17 +200,14 @@ def compare_probes(model: BertForPreTraining, tokenizer: WordPieceTokenizer, tas
 
 
 def tie_band(result: ProbeResult) -> float:
-    """TIE_SE standard errors of the difference of the two dev accuracies, each a share of the same n dev
-    examples, taken as independent: scored on the same examples they tend to agree, which makes the gap's
-    true spread smaller, so the band errs wide."""
-    n = result.examples[1]
-    return TIE_SE * math.sqrt(sum(a * (1 - a) for a in result.accuracy.values()) / n)
+    """NOISE_SE standard errors of the difference of the two dev accuracies on the same n dev examples."""
+    return noise_band(*result.accuracy.values(), n=result.examples[1])
 
 
 def probe_question() -> Question:
     return Question("A linear probe reads the vectors of the active model, or of the same model with random "
                     "weights. Which scores higher on the dev set?",
-                    (PRETRAINED, RANDOM, f"a tie (a gap within {TIE_SE} standard errors)"))
+                    (PRETRAINED, RANDOM, f"a tie (a gap within {NOISE_SE} standard errors)"))
 
 
 def probe_quiz(result: ProbeResult) -> Quiz:
@@ -221,7 +218,7 @@ def probe_quiz(result: ProbeResult) -> Quiz:
     answer = question.options[2] if tie else PRETRAINED if pre > rnd else RANDOM
     return Quiz(question, answer,
                 f"Dev accuracy on {n} {result.task} examples: {pre:.1%} from the pretrained model, {rnd:.1%} from "
-                f"random weights, a gap of {abs(pre - rnd) * 100:.1f} points; {TIE_SE} standard errors of that gap "
+                f"random weights, a gap of {abs(pre - rnd) * 100:.1f} points; {NOISE_SE} standard errors of that gap "
                 f"on {n} examples are {band * 100:.1f} points, so it {'is' if tie else 'is not'} a tie. Always "
                 f"guessing the commonest label scores {result.majority:.1%}.")
 

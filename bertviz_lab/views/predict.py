@@ -106,11 +106,6 @@ class MaskReport:
         return entropy_label(self.temperature)
 
     @property
-    def masked_text(self) -> str:
-        """The input as the model reads it, [MASK]s included."""
-        return sentence(self.encoding.tokens, self.encoding.sequence_ids)
-
-    @property
     def independent_text(self) -> str:
         """The input with every mask replaced by its top-1 of the one pass, fills in «»."""
         return self._marked(self.independent.filled)

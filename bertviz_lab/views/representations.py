@@ -39,12 +39,17 @@ class WordInContext:
     """One word's vector in each sentence, at every layer."""
 
     word: str
-    pieces: tuple[str, ...]  # the word as the model reads it in most of the sentences (e.g. RoBERTa's Ġbank)
     sentences: tuple[str, ...]
     positions: tuple[tuple[int, ...], ...]  # the word's token positions in each sentence (first occurrence)
     vectors: np.ndarray  # (L + 1, S, d) float32: layer 0 = the embeddings' output, then each layer
-    spellings: tuple[tuple[str, ...], ...] = ()  # its tokens in each sentence: byte-level BPE writes `bank` at
+    spellings: tuple[tuple[str, ...], ...]  # its tokens in each sentence: byte-level BPE writes `bank` at
     # a sentence's start but `Ġbank` after a space, and a cased model reads `Bank` apart from `bank`
+
+    @property
+    def pieces(self) -> tuple[str, ...]:
+        """The word as the model reads it in most of the sentences (e.g. RoBERTa's Ġbank); ties: the first
+        sentence's."""
+        return Counter(self.spellings).most_common(1)[0][0]
 
     @property
     def layers(self) -> int:
@@ -100,15 +105,14 @@ def word_in_context(model: BertForPreTraining, tokenizer: WordPieceTokenizer, wo
         encodings.append(encoding)
         positions.append(found)
     spellings = tuple(tuple(e.tokens[p] for p in found) for e, found in zip(encodings, positions))
-    pieces = Counter(spellings).most_common(1)[0][0]  # ties: the first sentence's
     vectors = piece_means(model, tokenizer.pad_id, encodings, positions)
-    return WordInContext(word, pieces, tuple(sentences), tuple(positions), vectors, spellings)
+    return WordInContext(word, tuple(sentences), tuple(positions), vectors, spellings)
 
 
 def spelling_note(wic: WordInContext) -> str | None:
     """A sentence on how the model reads the word, when it is not one token spelled alike everywhere."""
     by: dict[tuple[str, ...], list[str]] = {}
-    for n, spelling in enumerate(wic.spellings or [wic.pieces], 1):
+    for n, spelling in enumerate(wic.spellings, 1):
         by.setdefault(spelling, []).append(str(n))
     if len(by) == 1:
         return None if len(wic.pieces) == 1 else (f"The tokenizer splits “{wic.word}” into {' '.join(wic.pieces)}: "

@@ -32,14 +32,11 @@ from bertviz_lab.errors import LabError
 from bertviz_lab.pretrain import checkpoints, process, publish, snapshots
 from bertviz_lab.corpus.probes import PROBES
 from bertviz_lab.pretrain import heads
-from bertviz_lab.pretrain.heads import ROLE_NAMES
+from bertviz_lab.pretrain.heads import CLEAR, ROLE_NAMES
 
 HISTORY = publish.HISTORY  # a shipped model's folder: history/snapshots.jsonl and history/metrics.jsonl
 MAX_BACKFILL = 24  # checkpoints read for a run without snapshots
 FORMED = 0.5  # a head "plays a role" once its score stays at or above this
-# A head's best role is named only at CLEAR times uniform attention's score or more (about 0.17 on the probe
-# set, whose sentences are 9 to 15 tokens): a random model's heads score 0.07-0.10 at step 0.
-CLEAR = 2.0
 
 
 @dataclass(frozen=True)
