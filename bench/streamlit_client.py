@@ -49,24 +49,30 @@ class Run:
 class Session:
     """One browser tab's worth of protocol: `await Session.open(url, page)`, then `rerun(...)`."""
 
-    def __init__(self, ws, page: str):
-        self._ws, self.page = ws, page
+    def __init__(self, ws, page: str, query: str = ""):
+        self._ws, self.page, self.query = ws, page, query
         self.page_hash = ""
         self.widgets: dict[str, WidgetState] = {}  # the values this client has set, by widget id
 
     @classmethod
-    async def open(cls, url: str, page: str, timeout_s: float = 120.0) -> tuple[Session, Run]:
-        """Connect and run `page` (its URL path, e.g. "attention") once, as a browser opening the page."""
+    async def open(cls, url: str, page: str, timeout_s: float = 120.0, query: str = "") -> tuple[Session, Run]:
+        """Connect and run `page` (its URL path, e.g. "attention") once, as a browser opening the page
+        (`query`: the link's query string, e.g. "step=8")."""
         import websockets
 
         parts = urlparse(url)
         ws = await websockets.connect(f"ws://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream",
                                       subprotocols=["streamlit"], max_size=None, open_timeout=timeout_s)
-        session = cls(ws, page)
+        session = cls(ws, page, query)
         return session, await session.rerun(timeout_s=timeout_s)
 
     async def close(self) -> None:
         await self._ws.close()
+
+    def set(self, state: WidgetState) -> None:
+        """A widget value of any type (a button's trigger_value, pills' string_array_value) for the next rerun;
+        a trigger is sent once, as a browser sends a click."""
+        self.widgets[state.id] = state
 
     def widget_id(self, run: Run, kind: str, label: str) -> str:
         """The id of the `kind` widget (e.g. "text_area") labelled `label` in `run`."""
@@ -83,7 +89,9 @@ class Session:
         msg = BackMsg()
         msg.rerun_script.page_name = self.page
         msg.rerun_script.page_script_hash = self.page_hash
+        msg.rerun_script.query_string = self.query
         msg.rerun_script.widget_states.widgets.extend(self.widgets.values())
+        self.widgets = {k: w for k, w in self.widgets.items() if w.WhichOneof("value") != "trigger_value"}
         run, start = Run(), time.perf_counter()
         await self._ws.send(msg.SerializeToString())
         async with asyncio.timeout(timeout_s):

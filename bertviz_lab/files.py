@@ -1,5 +1,6 @@
 """Reading files a user names, safely: size caps checked before reading, regular files only,
-JSON that cannot blow the stack, and the machine's free memory for allocation checks.
+JSON that cannot blow the stack, and the machine's free memory for allocation checks; and writing
+every CSV the lab hands out (`csv_text`) so that no cell opens in a spreadsheet as a formula.
 
 A checkpoint folder, a run folder or a corpus path can be anything a user types or a
 visitor uploads: /dev/zero, a FIFO, /proc/self/mem, a 5 GB "config.json", a JSON file of
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -150,3 +152,42 @@ def check_memory(needed: int, what: str, error: type[LabError] = LabError, headr
     if free is not None and needed > headroom * free:
         raise error(f"{what} needs about {describe_bytes(needed)} of memory; this machine has "
                     f"{describe_bytes(free)} free")
+
+
+# --- CSV out ---------------------------------------------------------------------------------------
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula (OWASP)
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # "-1", "+3", "-0.5", "1e-3"
+NOT_TEXT = "biufcmM"  # dtype kinds of bool, numbers, complex, timedeltas and datetimes: never a user's text
+
+
+def inert(value):
+    """A text cell that would start a formula (`=HYPERLINK(...)`, `+cmd|...`, `-2+3`, `@SUM(...)`, a tab) with a
+    `'` in front, which spreadsheets read as "text follows"; anything else as it is: numbers, and text that is
+    exactly a plain number ("-1", "-0.5", "1e-3": a label or a typed value, which no spreadsheet runs)."""
+    if isinstance(value, tuple):  # a label of a MultiIndex
+        return tuple(inert(v) for v in value)
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def csv_text(frame, index: bool | None = None) -> str:
+    """`frame` (a pandas DataFrame) as CSV text, every text cell, column label and index label made `inert`;
+    numeric columns are written as numbers (-0.5 stays -0.5). The only way the lab writes a CSV: tokens, labels
+    and file names are a user's text. `index`: whether to write the index; by default, unless it is exactly
+    0, 1, ..., n-1 without a name (a RangeIndex that starts at 1, or a named one, is written).
+    Lines end in CRLF (RFC 4180), so a cell holding a lone CR is quoted rather than splitting its row."""
+    import pandas as pd  # only the callers that write a CSV pay for it
+
+    if index is None:
+        index = frame.index.names != [None] or not frame.index.equals(pd.RangeIndex(len(frame)))
+    out = frame.copy()
+    for i, dtype in enumerate(out.dtypes):
+        if dtype.kind not in NOT_TEXT:  # object, string (numpy, pandas or Arrow) and category columns: text
+            out.isetitem(i, out.iloc[:, i].astype(object).map(inert))
+    out.columns = out.columns.map(inert)
+    out.columns.names = [inert(n) for n in out.columns.names]
+    if index:
+        out.index = out.index.map(inert)
+        out.index.names = [inert(n) for n in out.index.names]
+    return out.to_csv(index=index, lineterminator="\r\n")  # RFC 4180's line end: a CR inside a cell gets quoted

@@ -1,9 +1,12 @@
 """Attention explorer: every head's weights, the grid of all heads, heads switched off,
 one query's softmax worked out step by step, and the rest of its layer, all from one traced forward pass."""
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
+from bertviz_lab import files
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
 from bertviz_lab.ui import state
@@ -61,8 +64,8 @@ else:
 if forward.off:
     st.caption(f"Shown with {len(forward.off)} head(s) switched off: {', '.join(forward.off)}. "
                "Layers above them change too.")
-st.download_button("Download this matrix (CSV)", shown.frame().to_csv, file_name=f"{shown.name}.csv",  # on click
-                   mime="text/csv", key=K.CSV.name, on_click="ignore")
+st.download_button("Download this matrix (CSV)", partial(files.csv_text, shown.frame()),  # written on click
+                   file_name=f"{shown.name}.csv", mime="text/csv", key=K.CSV.name, on_click="ignore")
 if window is not None:
     with st.expander(f"The whole input: {T} tokens pooled into blocks", expanded=True):
         size = ov.block_size(T)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from streamlit.runtime.media_file_manager import MediaFileManager
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.config import BertConfig
@@ -74,3 +75,29 @@ def headless_checkpoint(tmp_path, tiny_config, tiny_tokenizer):
 def tiny_checkpoint(tmp_path, tiny_model, tiny_tokenizer):
     return save_checkpoint(tiny_model, tiny_tokenizer, tmp_path / "tiny",
                            card={"corpus": "none (random init)", "steps": 0})
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> dict:
+    """deferred file id -> the callable a download button runs when clicked."""
+    made, add = {}, MediaFileManager.add_deferred
+
+    def record(self, data_callable, *args, **kwargs):
+        file_id = add(self, data_callable, *args, **kwargs)
+        made[file_id] = data_callable
+        return file_id
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
+    return made
+
+
+@pytest.fixture
+def runs_elsewhere(tmp_path, monkeypatch, tiny_model, tiny_tokenizer):
+    """$BERTVIZ_RUNS in a folder outside the repository, holding run r1 with a checkpoint; returns that folder."""
+    from bertviz_lab.ui import classroom
+
+    runs_dir = tmp_path / "elsewhere"
+    assert not runs_dir.is_relative_to(classroom.ROOT)
+    folder = save_checkpoint(tiny_model, tiny_tokenizer, runs_dir / "r1" / "checkpoint", card={"steps": 0})
+    monkeypatch.setenv("BERTVIZ_RUNS", str(runs_dir))
+    return folder

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 import bertviz_lab.figures as figures_package
@@ -332,20 +331,6 @@ try:
 finally:  # as app.py does
     handout_button(st.sidebar, page.title, "http://localhost:8501/" + page.url_path)
 """
-
-
-@pytest.fixture
-def downloads(monkeypatch) -> dict:
-    """deferred file id -> the callable a download button runs when clicked."""
-    made, add = {}, MediaFileManager.add_deferred
-
-    def record(self, data_callable, *args, **kwargs):
-        file_id = add(self, data_callable, *args, **kwargs)
-        made[file_id] = data_callable
-        return file_id
-
-    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
-    return made
 
 
 def app(tmp_path) -> AppTest:

@@ -352,6 +352,24 @@ def test_the_owner_reads_a_clear_message_for_anything_else(text, message):
     assert [m for m in messages(at) if message in m], messages(at)
 
 
+@pytest.mark.parametrize("visitor", [False, True])
+def test_the_box_reads_runs_as_the_runs_root_and_never_as_a_hub_id(visitor, server, monkeypatch, runs_elsewhere):
+    folder, runs_dir = runs_elsewhere, runs_elsewhere.parents[1]
+    if visitor:
+        monkeypatch.setenv(classroom.CLASSROOM_ENV, "1")
+        monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
+        as_visitor(monkeypatch)
+    at = type_folder(app(), "runs/r1/checkpoint")
+    assert not at.exception and not at.sidebar.error
+    assert Path(at.session_state["model.path"]).resolve() == folder.resolve()
+    assert at.subheader[0].value == "Active model: checkpoint"
+    type_folder(at, "runs/r2")  # shaped like a Hub id (org/name): still the runs root's r2, which is not there
+    [message] = messages(at)
+    assert message.startswith("Could not load runs/r2: no model folder at ") and "Hub" not in message, message
+    assert (str(runs_dir) in message) != visitor  # a visitor reads no server path
+    assert server.log == [] and Path(at.session_state["model.path"]).resolve() == folder.resolve()
+
+
 @pytest.mark.usefixtures("rooms")  # classroom mode
 def test_a_visitor_opens_cached_hub_models_but_never_starts_a_download(monkeypatch, server, cache, repo_files):
     snapshot = populate(cache, "org/cached", repo_files)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from bertviz_lab.views import lesson as vl
 from bertviz_lab.views import lesson_runs as runs
 from bertviz_lab.views import lesson_vectors as vlv
 from bertviz_lab.views import representations as rv
+from bertviz_lab.views import shapes
 
 CAT = "the cat sat on the [MASK] ."
 ROOT = Path(__file__).resolve().parents[1]
@@ -255,7 +257,7 @@ def test_the_start_loss_options_are_of_one_form_and_give_nothing_away():
 def test_the_run_is_set_against_a_guess_by_the_corpuss_token_frequencies(monkeypatch):
     frequency, counted = runs.frequency_loss()
     assert 4.0 < frequency < math.log(runs.tiny_vocab_size()) - 1 and counted > 30_000
-    assert runs.frequency_loss.__wrapped__() == (frequency, counted)  # computed again: the same, to the bit
+    assert runs._frequency_loss.__wrapped__() == (frequency, counted)  # computed again: the same, to the bit
     monkeypatch.setattr(runs, "frequency_loss", lambda: (5.5, 40_000))
     chance = math.log(2171)
     note = runs.frequency_note([{"step": 0, "mlm_loss": 7.7}, {"step": 60, "mlm_loss": 6.0}], 2171)
@@ -286,11 +288,28 @@ def test_a_tiny_training_run_leaves_threads_and_random_numbers_as_they_were(monk
     monkeypatch.setitem(runs.TINY, "steps", 4)
     monkeypatch.setitem(runs.TINY, "eval_every", 2)
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
-    records = list(runs.train_tiny(seed=3))
+    reported = []
+    records = runs.train_tiny(seed=3, report=reported.append)
+    assert reported == records  # each one handed on as it came
     assert [r["step"] for r in records if r["kind"] == "eval"] == [0, 2, 4] and records[-1]["kind"] == "end"
     held_out = [r for r in records if r["kind"] == "eval"]
     assert held_out[0]["mlm_loss"] == pytest.approx(math.log(runs.tiny_vocab_size()), rel=0.1)
     assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), rng)
+
+
+def test_a_tiny_run_in_another_thread_waits_for_the_global_generator_and_is_a_pure_function_of_its_seed(monkeypatch):
+    monkeypatch.setitem(runs.TINY, "steps", 2)
+    monkeypatch.setitem(runs.TINY, "eval_every", 2)
+    alone = [r["mlm_loss"] for r in runs.train_tiny(seed=5) if r["kind"] == "eval"]
+    reported, done = [], []
+    with shapes.global_rng(seed=99):  # another thread seeds torch's generator and draws from it meanwhile
+        worker = threading.Thread(target=lambda: done.append(runs.train_tiny(seed=5, report=reported.append)))
+        worker.start()
+        torch.randn(1000)
+        worker.join(0.3)
+        assert not reported  # the run builds its model only once the generator is free
+    worker.join(60)
+    assert [r["mlm_loss"] for r in done[0] if r["kind"] == "eval"] == alone  # the same run, to the bit
 
 
 def test_a_linear_probe_learns_separable_features_and_not_random_labels():

@@ -5,12 +5,15 @@ and one note, never a traceback."""
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.ui import classroom, links, models, share
+from bertviz_lab.views import inputs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGE_FILES = {"predict": "pages/predict.py", "attention": "pages/attention.py", "losses": "pages/losses.py",
@@ -123,7 +126,16 @@ def test_a_sentence_too_long_for_a_link_is_left_out_and_named():
     at = open_link("attention", {}, url="http://localhost:8501/attention")
     at.text_area(key="attn.text_a").input(long).run()
     assert "a" not in query_of(at)
-    assert any("Left out of the link" in c.value and ": a." in c.value for c in at.caption)
+    assert any(c.value == "Left out of the link: Sentence A is longer than 1,000 characters, so the link opens "
+               "with the page's default there." for c in at.caption)  # named by the widget's label
+
+
+def test_a_typed_sentence_with_hidden_characters_is_left_out_of_the_link_and_named():
+    at = open_link("attention", {}, url="http://localhost:8501/attention")
+    at.text_area(key="attn.text_a").input("the cat sat on the \u202etam .").run()
+    assert "a" not in query_of(at)  # the link never carries what its reader would refuse
+    assert any(c.value.endswith(": Sentence A holds invisible or direction-changing characters (U+202E), so the link "
+                                "opens with the page's default there.") for c in at.caption)
 
 
 # --- Bad and hostile links --------------------------------------------------------------------------
@@ -139,7 +151,24 @@ HOSTILE = [
     ({"block": "all'; DROP TABLE"}, "is not one of"),
     ({"off": ["L0 H0", "<script>"]}, "is not a head like L0 H1"),
     ({"a": "x" * 5000}, "is longer than 1,000 characters"),
-    ({"a": "the cat\x00 sat"}, "holds control characters"),
+    ({"a": "the cat\x00 sat"}, "a=`the cat\\x00 sat` holds control characters (U+0000)"),
+    ({"layer": "1\x00"}, "layer=`1\\x00` is not a whole number"),  # a refused value's NUL shows as its escape
+    ({"a": "the cat sat on the \u202etam ."}, "a=`the cat sat on the \\u202etam .` holds invisible or "
+                                             "direction-changing characters (U+202E)"),
+    ({"b": "it was \u2067tired\u2069 ."}, "holds invisible or direction-changing characters (U+2067, U+2069)"),
+    ({"a": "the c\u200bat sat ."}, "a=`the c\\u200bat sat .` holds invisible or direction-changing characters "
+                                  "(U+200B)"),
+    ({"a": "the\u00ad cat\ufeff ."}, "(U+00AD, U+FEFF)"),
+    ({"a": "the cat\x85 sat"}, "holds control characters (U+0085)"),  # a C1 control
+    # "the cat sat" on screen, while the shipped tokenizer reads "the [UNK] on ...": a Hangul filler draws as a space
+    ({"a": "the cat\u3164sat on the mat ."}, "a=`the cat\\u3164sat on the mat .` holds invisible or direction-"
+                                            "changing characters (U+3164)"),
+    ({"a": "the\u115f cat\u1160 sat\uffa0 .", "b": "it\u034f was\ufe00 tired\U000e0100 ."},
+     "(U+115F, U+1160, U+FFA0); b=`it\\u034f was\\ufe00 tired\\U000e0100 .` holds invisible"),
+    ({"a": "the cat\u2028sat\u2029 .", "b": "a\ufe0f b\U000e01ef ."}, "(U+2028, U+2029); b=`a\\ufe0f b\\U000e01ef .`"),
+    ({"\u202ebogus": "1"}, "this page has no setting called `\\u202ebogus`"),
+    ({"off": ["L0 H1", "L0 H2", "<script>"]}, "off=`<script>` is not a head like L0 H1"),  # the refused one
+    ({"off": ["L0 H1"] * 70}, "only the first 64 of 70 `off` values were used"),
     ({"bogus": "1", "**bold**": "2"}, "this page has no settings called `bogus`, `**bold**`"),
     ({"layer": "7"}, "layer=`7` is not offered here (showing `0`)"),  # a 4-layer model
     ({"query": "500"}, "query=`500` is not offered here"),
@@ -153,10 +182,81 @@ def test_a_bad_link_falls_back_to_the_defaults_with_one_note(query, said):
     at = open_link("attention", query)
     (note,) = notes(at)
     assert said in note, note
+    assert not [c for c in note if unicodedata.category(c)[0] == "C" or inputs.invisible(c)], note  # all escaped
     assert at.session_state["attn.layer"] == 0 and at.session_state["attn.head"] == 0
     assert at.subheader[0].value.startswith("Switch heads off") or at.title[0].value == "Attention explorer"
     assert not at.get("plotly_chart") == []  # the page still draws with the defaults
     assert model_path(at) == str(models.DEFAULT_CHECKPOINT)
+
+
+def test_a_sentence_a_link_shows_reversed_is_refused_not_read():
+    # "\u202e" draws what follows right to left: the link would show "the cat sat on the mat" while the
+    # model reads "tam eht no tas tac eht"; the page keeps its default sentence and says why.
+    at = open_link("predict", {"a": "\u202etam eht no tas tac eht"})
+    (note,) = notes(at)
+    assert "a=`\\u202etam eht no tas tac eht` holds invisible or direction-changing characters (U+202E)" in note
+    assert at.text_area(key="predict.text_a").value == at.session_state["predict.text_a"] != "tam eht no tas tac eht"
+    assert "a" not in query_of(at)  # the default sentence: the link the page now writes is clean
+
+
+def test_emoji_joiners_and_right_to_left_scripts_are_writing_not_hidden_characters():
+    # a family emoji, a rainbow flag, Arabic and Hebrew, a Persian word with its zero-width non-joiner
+    written = ["the cat 👨\u200d👩\u200d👧 sat .", "the flag 🏳\ufe0f\u200d🌈 .", "شالوم שלום עולם .",
+               "می\u200cخواهم the cat ."]
+    assert [inputs.hidden_characters(t) for t in written] == [[]] * 4
+    assert inputs.hidden_characters("a\u200db \u200d\u2066x\u2069\u2066") == ["U+200D", "U+2066", "U+2069"]
+    at = open_link("predict", {"a": written[0], "b": written[2]})
+    assert notes(at) == []
+    assert at.text_area(key="predict.text_a").value == written[0]
+
+
+# Unicode's default-ignorable code points and the line and paragraph separators, as a reviewer found them
+HIDDEN = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u034f", "\ufe00", "\ufe0f", "\U000e0100", "\U000e01ef", "\u2028",
+          "\u2029", "\u061c", "\u17b4", "\u180b", "\u2065", "\ufff0", "\U0001bca0", "\U0001d173", "\U000e0fff"]
+
+
+@pytest.mark.parametrize("hidden", HIDDEN, ids=[f"U+{ord(h):04X}" for h in HIDDEN])
+def test_every_default_ignorable_character_is_hidden_and_refused_by_the_reader(hidden):
+    code = f"U+{ord(hidden):04X}"
+    after_kanji = [] if hidden in "\ufe0e\ufe0f" else [f"the 猫{hidden} sat"]  # there a selector is writing
+    for text in (f"the cat{hidden}sat .", f"{hidden}the cat", f"the cat{hidden}", *after_kanji):
+        assert inputs.hidden_characters(text) == [code], text
+        with pytest.raises(ValueError, match=re.escape(f"invisible or direction-changing characters ({code})")):
+            links.text()(text)
+    assert links.escaped(f"cat{hidden}sat") == f"cat{ascii(hidden)[1:-1]}sat"
+
+
+def test_presentation_selectors_and_joiners_count_only_as_part_of_the_writing():
+    heart, keycap, flag = "\u2764\ufe0f", "1\ufe0f\u20e3", "\U0001f3f3\ufe0f\u200d\U0001f308"
+    family, persian = "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+    for text in (f"i {heart} the cat .", f"{keycap} cat", f"the flag {flag} .", f"the {family} sat .", persian,
+                 "\u2603\ufe0e snow", "مرحبا بالعالم", "שלום עולם", f"{persian} the {heart}"):
+        assert inputs.hidden_characters(text) == [], text
+        assert links.text()(text) == text
+    assert inputs.hidden_characters("a\ufe0f \u2764\ufe0f\ufe0f \ufe0e") == ["U+FE0F", "U+FE0E"]  # after nothing drawn
+    assert inputs.hidden_characters("\u2764\u3164\u200d\u2764 2\ufe0f\u20e3 #\ufe0f") == ["U+3164", "U+200D", "U+FE0F"]
+
+
+def test_a_link_holds_the_first_64_repeated_values_and_the_share_box_names_the_rest(monkeypatch):
+    held = {"attn.off": [f"L{i // 12} H{i % 12}" for i in range(100)]}
+    monkeypatch.setattr(links.state, "get", lambda key: held.get(key.name, key.default))
+    found, left_out = links.query("attention")
+    assert found["off"] == held["attn.off"][:links.MAX_PARAMS]  # what `restore` reads back, and no more
+    assert left_out == {"off": "Heads to switch off past the first 64 (100 chosen)"}
+    captions = []
+    monkeypatch.setattr(share, "link", lambda page, query: "http://localhost:8501/attention?off=L0+H0")
+    monkeypatch.setattr(share, "qr_code", lambda url: None)
+    where = type("Box", (), {"caption": lambda self, text: captions.append(text),
+                             "code": lambda self, *a, **k: None, "image": lambda self, *a, **k: None})()
+    share.share_box(where, "attention", found, left_out)
+    assert captions[-1] == "Left out of the link: Heads to switch off past the first 64 (100 chosen)."
+
+
+def test_only_the_first_64_repeated_values_are_read_and_the_note_says_so():
+    at = open_link("predict", {"a": "the cat sat on the mat .", "mask": ["mat"] + [f"w{i}" for i in range(69)]})
+    (note,) = notes(at)
+    assert "only the first 64 of 70 `mask` values were used" in note
+    assert at.session_state["predict.words"] == ["mat"]  # the words the sentence has
 
 
 def test_hundreds_of_parameters_are_not_read_at_all():
@@ -209,6 +309,19 @@ def test_a_link_to_another_lab_model_opens_it_and_names_it_back(tiny_checkpoint,
     assert notes(at) == []
     assert at.subheader[0].value != "" and at.session_state["model.path"].endswith(tiny_checkpoint.name)
     assert query_of(at)["model"] == f"checkpoints/{tiny_checkpoint.name}"
+
+
+@pytest.mark.parametrize("visitor", [False, True])
+def test_runs_in_a_link_is_the_runs_root_wherever_it_points(visitor, monkeypatch, runs_elsewhere):
+    folder = runs_elsewhere
+    if visitor:
+        monkeypatch.setenv(classroom.CLASSROOM_ENV, "1")
+        monkeypatch.setattr(classroom, "client_ip", lambda: "192.168.1.77")
+        monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
+    at = open_link("attention", {"model": "runs/r1/checkpoint"})
+    assert notes(at) == []
+    assert Path(at.session_state["model.path"]).resolve() == folder.resolve()
+    assert query_of(at)["model"] == "runs/r1/checkpoint"
 
 
 @pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse"])

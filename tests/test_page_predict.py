@@ -225,3 +225,23 @@ def test_a_model_outside_the_story_world_names_its_unknown_words_only(tiny_check
     (warning,) = at.warning
     assert "zebra as \\[UNK\\]" in warning.value and "story world" not in warning.value
     assert not any("story world" in c.value for c in at.caption)
+
+
+def test_a_typed_sentence_with_hidden_characters_says_so_and_shows_what_the_model_reads():
+    # U+202E draws "tam" as "mat" in the box; the shipped tokenizer drops it silently and reads "tam"
+    at = page("the cat sat on the \u202etam [MASK] .")
+    notes = [i.value for i in at.info if "invisible or direction-changing" in i.value]
+    assert len(notes) == 1 and "(U+202E)" in notes[0] and not at.exception
+    assert not [i for i in page("the cat sat on the [MASK] .").info if "invisible" in i.value]
+
+
+def test_a_hangul_filler_that_looks_like_a_space_is_named_and_writing_is_not():
+    # "the cat sat" on screen; the model reads one word, cat U+3164 sat, which it does not know
+    at = page("the cat\u3164sat on the [MASK] .")
+    notes = [i.value for i in at.info if "invisible or direction-changing" in i.value]
+    assert len(notes) == 1 and "(U+3164)" in notes[0]
+    assert codes(at)[0] == read("the [UNK] on the [MASK] .")
+    for writing in ("i \u2764\ufe0f the [MASK] .", "the \U0001f468\u200d\U0001f469\u200d\U0001f467 sat on the [MASK] .",
+                    "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 [MASK] .", "שלום [MASK] עולם"):
+        at.text_area(key="predict.text_a").input(writing).run()
+        assert not at.exception and not [i for i in at.info if "invisible" in i.value], writing

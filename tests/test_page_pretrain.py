@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.views.pretrain import LABELS
 
@@ -159,9 +159,8 @@ def test_a_tiny_run_from_the_page_finishes_shows_its_curves_and_equals_the_cli(r
                    cwd=ROOT, check=True, capture_output=True, timeout=120)
     assert info.config["random_tokens"] == runs.read(cli).config["random_tokens"] == "wordpieces"
     for kind in ("train", "eval"):
-        ours, theirs = (
-            [{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed")} for r in runs.read_metrics(d, kind)]
-            for d in (folder, cli))
+        ours, theirs = ([{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed")}
+                         for r in records.read_metrics(d, kind)] for d in (folder, cli))
         assert ours == theirs and len(ours) == (20 if kind == "train" else 5)
 
 
@@ -192,7 +191,7 @@ def test_overlaying_runs_draws_each_runs_held_out_curve(runs_dir):
     at.multiselect(key="pretrain.compare").set_value(["with-nsp", "no-nsp"]).run()
     overlay = charts(at, "MLM loss")[-1]  # after the live panel's own chart
     assert [t["name"] for t in overlay["data"]] == ["with-nsp · held-out", "no-nsp · held-out"]
-    held = {r: runs.read_metrics(runs_dir / r, "eval") for r in ("with-nsp", "no-nsp")}
+    held = {r: records.read_metrics(runs_dir / r, "eval") for r in ("with-nsp", "no-nsp")}
     for trace, run in zip(overlay["data"], held):
         np.testing.assert_allclose(array(trace["y"]), [r["mlm_loss"] for r in held[run]])
     assert [t["name"] for t in charts(at, "NSP loss")[-1]["data"]] == ["with-nsp · held-out"]

@@ -158,15 +158,55 @@ def test_text_file_corpus_trains(tmp_path):
     assert load_checkpoint(done.checkpoint).card["corpus"].startswith("mine.txt")
 
 
+# Each rank runs `python -m bertviz_lab ...` and then says how many of the process group's threads are left.
+RANK_MAIN = """\
+import os, runpy, sys
+sys.path.insert(0, os.getcwd())
+try:
+    runpy.run_module("bertviz_lab", run_name="__main__", alter_sys=True)
+finally:
+    tasks = "/proc/self/task"  # Linux: one folder per thread of this process
+    if os.path.isdir(tasks):
+        left = [t for t in os.listdir(tasks) if open(f"{tasks}/{t}/comm").read().startswith(("pt_gloo", "gloo"))]
+        print(f"gloo threads left: {len(left)}", flush=True)
+"""
+
+
+def torchrun(tmp_path, *args: str) -> tuple[int, dict[str, str]]:
+    """`torchrun --standalone --nproc_per_node=2 -m bertviz_lab ARGS`, with every rank's stdout and stderr kept
+    whole in a file of its own (torchrun's --log-dir): (exit status, {"torchrun": ..., "rank 1 stderr": ...})."""
+    (tmp_path / "rank_main.py").write_text(RANK_MAIN)
+    logs = tmp_path / "logs"
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                             "--log-dir", str(logs), "--redirects", "3", str(tmp_path / "rank_main.py"), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"},
+                            start_new_session=True)
+    try:
+        console, _ = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # torchrun and its ranks
+        console, _ = proc.communicate()
+    ranks = {f"rank {p.parent.name} {p.stem}": p.read_text(errors="replace")
+             for p in sorted(logs.glob("*/attempt_*/*/std*.log"))}
+    return proc.returncode, {"torchrun": console, **ranks}
+
+
 def test_torchrun_two_processes_on_cpu(tmp_path):
+    """Two ranks train with DDP, and each one's process group is gone, its threads joined, before the interpreter
+    shuts down: a gloo thread still there can abort the rank (SIGABRT) on a busy machine (pretrain/distributed.py)."""
     run_dir = tmp_path / "ddp"
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                           "-m", "bertviz_lab", "train", "--run-dir", str(run_dir), "--preset", "tiny",
-                           "--hidden", "32", "--heads", "2", "--layers", "2", "--batch-size", "4", "--seq-len", "32",
-                           "--steps", "6", "--eval-every", "3", "--eval-batches", "1", "--device", "cpu",
-                           "--threads", "1"], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert done.returncode == 0, done.stderr[-2000:]
+    status, outputs = torchrun(tmp_path, "train", "--run-dir", str(run_dir), "--preset", "tiny", "--hidden", "32",
+                               "--heads", "2", "--layers", "2", "--batch-size", "4", "--seq-len", "32", "--steps", "6",
+                               "--eval-every", "3", "--eval-batches", "1", "--device", "cpu", "--threads", "1")
+    everything = "\n".join(f"----- {name} -----\n{text}" for name, text in outputs.items())
+    if status != 0:
+        pytest.fail(f"torchrun exited with {status}\n{everything}", pytrace=False)
+    if Path("/proc/self/task").is_dir():
+        left = [outputs.get(f"rank {rank} stdout", "").splitlines()[-1:] for rank in (0, 1)]
+        if left != [["gloo threads left: 0"]] * 2:
+            pytest.fail(f"a rank exited with the process group's threads still running: {left}\n{everything}",
+                        pytrace=False)
     info = runs.read(run_dir)
     assert info.status == "finished" and info.step == 6
     assert len(runs.read_metrics(run_dir, kind="train")) == 6  # rank 0 alone writes
@@ -191,3 +231,21 @@ def test_finished_status_remembers_the_device(tmp_path):
     info = runs.start(TrainConfig(**{**SMALL, "steps": 2}), "dev", root=tmp_path)
     assert wait(info.path).status == "finished"
     assert json.loads((info.path / "status.json").read_text())["device"] == "cpu"
+
+
+def test_a_cuda_run_under_torchrun_opens_its_group_on_a_machine_without_cuda(monkeypatch):
+    """session("cuda") reads torch.cuda before it opens the group (it once raised UnboundLocalError there:
+    a local `import torch._dynamo` made `torch` a local name); without CUDA it falls back to gloo."""
+    import torch.distributed as dist
+
+    from bertviz_lab.pretrain import distributed
+
+    opened, closed = [], []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", opened.append)
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: closed.append(True))
+    monkeypatch.setattr(distributed.torch.cuda, "is_available", lambda: False)
+    with distributed.session("cuda"):
+        assert opened == ["gloo"]
+    assert closed == [True]

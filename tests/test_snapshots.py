@@ -7,7 +7,7 @@ import pytest
 
 from bertviz_lab.corpus import SEED_SENTENCES, vocabulary
 from bertviz_lab.corpus.probes import PROBES, SYNTACTIC_ROLES, WORD_GROUPS
-from bertviz_lab.pretrain import checkpoints, process, snapshots
+from bertviz_lab.pretrain import checkpoints, process, records, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.heads import POSITIONAL_ROLES
 from bertviz_lab.pretrain.loop import Trainer
@@ -57,7 +57,7 @@ def test_a_run_keeps_the_series_and_the_newest_two_and_only_those_resume(finishe
     with_state = [step for step, folder in kept if (folder / checkpoints.STATE_FILE).exists()]
     assert with_state == [20, 25]  # the older series folders keep their weights only
     assert checkpoints.latest(finished_run).name == "step-000025"
-    saved = [r["step"] for r in process.read_metrics(finished_run, "checkpoint")]
+    saved = [r["step"] for r in records.read_metrics(finished_run, "checkpoint")]
     assert saved == [0, 1, 2, 5, 10, 20, 25]
 
 
@@ -74,9 +74,9 @@ def test_the_series_stays_under_its_cap(tmp_path, monkeypatch):
 
 
 def test_each_checkpoint_step_has_one_snapshot_of_the_probe_set(finished_run):
-    records = snapshots.read(finished_run / snapshots.FILE)
-    assert [r["step"] for r in records] == [0, 1, 2, 5, 10, 20, 25]
-    record = records[-1]
+    frames = snapshots.read(finished_run / snapshots.FILE)
+    assert [r["step"] for r in frames] == [0, 1, 2, 5, 10, 20, 25]
+    record = frames[-1]
     assert record["layers"] == 2 and record["heads"] == 2
     assert [p["text"] for p in record["probes"]] == [p.text for p in PROBES]
     for probe in record["probes"]:
@@ -98,8 +98,8 @@ def test_each_checkpoint_step_has_one_snapshot_of_the_probe_set(finished_run):
     assert json.dumps(again["roles"]) == json.dumps(record["roles"])
     assert again["probes"][0]["top"] == record["probes"][0]["top"]
     # the model learns: step 0's guesses differ from step 25's
-    assert records[0]["probes"][0]["top"] != record["probes"][0]["top"]
-    metrics = process.read_metrics(finished_run)
+    assert frames[0]["probes"][0]["top"] != record["probes"][0]["top"]
+    metrics = records.read_metrics(finished_run)
     assert not any(r.get("kind") == "snapshot" for r in metrics)  # snapshots stay out of the metrics file
 
 
@@ -119,11 +119,11 @@ def test_a_resume_across_a_snapshot_step_keeps_one_history(tmp_path, finished_ru
         out.write(json.dumps({"kind": "snapshot", "step": 9, "probes": [], "roles": {}}) + "\n")
         out.write("{half a line\n")
     assert process.execute(run_dir, None, resume=True, command=["train", "--resume"]) == 0
-    records = snapshots.read(run_dir / snapshots.FILE)
-    assert [r["step"] for r in records] == [0, 1, 2, 3, 5, 10, 20, 25]
+    frames = snapshots.read(run_dir / snapshots.FILE)
+    assert [r["step"] for r in frames] == [0, 1, 2, 3, 5, 10, 20, 25]
     # the resumed run is the uninterrupted one: the same snapshots at the same steps
     straight = {r["step"]: r for r in snapshots.read(finished_run / snapshots.FILE)}
-    for record in records:
+    for record in frames:
         if record["step"] in straight:
             for role, scores in record["roles"].items():
                 np.testing.assert_allclose(scores, straight[record["step"]]["roles"][role], atol=2e-4)
@@ -141,8 +141,12 @@ def test_read_skips_what_is_not_a_snapshot(tmp_path):
     path.write_text("\n".join([json.dumps(good), "[1, 2]", json.dumps({**good, "step": "4"}), "nul\x00",
                                json.dumps({**good, "step": True}), json.dumps({**good, "kind": "train"}),
                                json.dumps({**good, "step": 2}), json.dumps({**good, "step": 4, "layers": 9})]))
-    records = snapshots.read(path)
-    assert [r["step"] for r in records] == [2, 4] and records[1]["layers"] == 9
+    frames = snapshots.read(path)
+    assert [r["step"] for r in frames] == [2, 4] and "layers" not in frames[1]  # the last line is half-written
+    with open(path, "a") as out:
+        out.write("\n")  # ... until its newline comes
+    frames = snapshots.read(path)
+    assert [r["step"] for r in frames] == [2, 4] and frames[1]["layers"] == 9
     assert snapshots.read(tmp_path / "missing.jsonl") == [] and snapshots.read(tmp_path) == []
 
 
@@ -153,9 +157,9 @@ def test_publish_ships_the_history_with_the_model(finished_run, tmp_path):
     publish(finished_run, tmp_path / "shipped", eval_batches=1)
     history = tmp_path / "shipped" / HISTORY
     assert snapshots.read(history / snapshots.FILE) == snapshots.read(finished_run / snapshots.FILE)
-    train = process.read_metrics(history, "train")
+    train = records.read_metrics(history, "train")
     assert [r["step"] for r in train] == list(range(TRAIN_EVERY, 26, TRAIN_EVERY))
-    assert process.read_metrics(history, "eval") == process.read_metrics(finished_run, "eval")
+    assert records.read_metrics(history, "eval") == records.read_metrics(finished_run, "eval")
     lapse = timelapse.from_history(tmp_path / "shipped")
     assert lapse.steps == [0, 1, 2, 5, 10, 20, 25] and lapse.shape == (2, 2) and len(lapse.eval) == 4
 

@@ -11,7 +11,7 @@ import pytest
 from bertviz_lab.bert.device import cuda_available
 from bertviz_lab.errors import ConfigError, InputError
 from bertviz_lab.figures.training import Curves
-from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.views import pretrain as vp
 
@@ -89,12 +89,16 @@ def test_run_rows_take_the_last_held_out_metrics_from_the_given_curves():
 
 def test_curves_are_read_from_the_metrics_file(tmp_path):
     assert vp.metrics_version(tmp_path) is None and vp.read_curves(tmp_path).train.empty
-    records = [{"kind": "train", "step": 1, "mlm_loss": 4.0}, {"kind": "eval", "step": 0, "mlm_loss": 4.5},
-               {"kind": "train", "step": 2, "mlm_loss": 3.5}]
-    (tmp_path / "metrics.jsonl").write_text("\n".join(map(json.dumps, records)) + "\n{half a li")
+    rows = [{"kind": "train", "step": 1, "mlm_loss": 4.0}, {"kind": "eval", "step": 0, "mlm_loss": 4.5},
+            {"kind": "train", "step": 2, "mlm_loss": 3.5}]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n{half a li")
     curves = vp.read_curves(tmp_path)
     assert curves.train["mlm_loss"].tolist() == [4.0, 3.5] and curves.eval["step"].tolist() == [0]
-    assert vp.metrics_version(tmp_path) == (tmp_path / "metrics.jsonl").stat().st_mtime_ns
+    info = (tmp_path / "metrics.jsonl").stat()
+    assert vp.metrics_version(tmp_path) == (info.st_dev, info.st_ino, info.st_size)  # which file, how long
+    with open(tmp_path / "metrics.jsonl", "a") as out:
+        out.write("ne\n")  # the half line ends (not a record) and the version moves on with the size
+    assert vp.metrics_version(tmp_path)[2] == info.st_size + 3 and records.metrics_note(tmp_path) == ""
 
 
 # --- The form ----------------------------------------------------------------------------------

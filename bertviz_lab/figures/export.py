@@ -8,7 +8,8 @@ Without a browser `image` raises `ExportError`, whose message is the sentence th
 
 `numbers` reads any figure back into one tidy table, one row per heatmap cell or per bar / point,
 so a chart's CSV holds exactly what the chart draws. Labels are HTML-unescaped (figures escape them
-because plotly renders a subset of HTML).
+because plotly renders a subset of HTML); `numbers_csv` writes that table through `files.csv_text`, so a
+label that starts like a formula (`=HYPERLINK(...)`) reaches a spreadsheet as text.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from bertviz_lab import files
 from bertviz_lab.errors import ExportError
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}  # what `image` draws, with its MIME type
@@ -167,6 +169,11 @@ def numbers(fig: go.Figure) -> pd.DataFrame:
     table = pd.concat(frames, ignore_index=True)
     empty = [c for c in table.columns if c not in ("x", "y") and table[c].replace("", np.nan).isna().all()]
     return table.drop(columns=empty)
+
+
+def numbers_csv(fig: go.Figure) -> str:
+    """`numbers(fig)` as the CSV a chart's Export menu and the handout give (text cells made inert)."""
+    return files.csv_text(numbers(fig), index=False)
 
 
 def _text(value):

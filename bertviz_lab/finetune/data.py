@@ -7,9 +7,10 @@ Three layouts, told apart by the header (column order is free; names are case-in
     tokens,tags             words and one tag per word, each separated by spaces -> a token task
 
 An optional `split` column (train, dev or test) fixes the splits; without it the rows are dealt
-80 / 10 / 10 by a seeded shuffle. Every problem is one InputError naming the row and column:
-an empty or binary file, a missing column, an empty cell, a row whose tags do not match its words,
-one class only, a dev label no training row has, too few rows, a file over MAX_CSV_BYTES.
+80 / 10 / 10 by a seeded shuffle. Blank lines before the header are skipped. Every problem is one
+InputError naming the row and column: an empty file, a binary one (a NUL byte anywhere), a UTF-16 one,
+a missing or repeated column, an empty cell or one over MAX_CELL_CHARS, a row whose tags do not match
+its words, one class only, a dev label no training row has, too few rows, a file over MAX_CSV_BYTES.
 """
 
 from __future__ import annotations
@@ -50,23 +51,23 @@ def parse_csv(raw: bytes, name: str = "data.csv") -> Task:
     if len(raw) > MAX_CSV_BYTES:
         raise InputError(f"{name} is {files.describe_bytes(len(raw))}; the limit is "
                          f"{files.describe_bytes(MAX_CSV_BYTES)}")
-    if b"\x00" in raw[:8192]:
-        raise InputError(f"{name} is not a text file (it holds binary data)")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{name} is not UTF-8 text (byte {exc.start:,} cannot be read); save it as UTF-8 CSV") from None
-    if not text.strip():
-        raise InputError(f"{name} is empty")
+    text = _text(raw, name)
+    # csv's own cell limit (131,072 characters) would stop a long cell with csv's words; the file's size cap is
+    # the real bound, so cells are read whole and `_cell` measures them against MAX_CELL_CHARS. The limit is
+    # process-wide, so it is only ever raised.
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_CSV_BYTES))
     try:
         reader = csv.reader(io.StringIO(text, newline=""), strict=True)
         rows = list(reader)
     except csv.Error as exc:  # an unclosed quote, a stray quote inside a cell
         raise InputError(f"{name} is not a readable CSV file: {exc} near line {reader.line_num:,} "
                          "(a quote left open?)") from None
-    header = [cell.strip().lower() for cell in rows[0]]
+    start = next((i for i, row in enumerate(rows) if any(cell.strip() for cell in row)), None)  # blank lines skipped
+    if start is None:
+        raise InputError(f"{name} holds only empty cells; upload a CSV file with a header row and one example per row")
+    header = [cell.strip().lower() for cell in rows[start]]
     kind = _kind(header, name)
-    body = [(n, row) for n, row in enumerate(rows[1:], 2) if any(cell.strip() for cell in row)]
+    body = [(n, row) for n, row in enumerate(rows[start + 1:], start + 2) if any(cell.strip() for cell in row)]
     if len(body) > MAX_ROWS:
         raise InputError(f"{name} has {len(body):,} rows; the limit is {MAX_ROWS:,}")
     split_col = header.index("split") if "split" in header else None
@@ -86,7 +87,46 @@ def parse_csv(raw: bytes, name: str = "data.csv") -> Task:
     return _checked(kind, examples, name)
 
 
+UTF_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+            (b"\xfe\xff", "UTF-16"))
+SNIFF_BYTES = 8192  # enough to tell UTF-16 without a BOM: every other byte NUL
+
+
+def _text(raw: bytes, name: str) -> str:
+    """The file as text: UTF-8 (a BOM allowed), not UTF-16 or -32, no NUL byte anywhere, not empty."""
+    save = "save it as UTF-8 CSV (in Excel: Save As, CSV UTF-8) and upload it again"
+    wide = next((enc for bom, enc in UTF_BOMS if raw.startswith(bom)), None) or _utf16(raw[:SNIFF_BYTES])
+    if wide:
+        raise InputError(f"{name} is {wide} text, which the lab does not read; {save}")
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        raise InputError(f"{name} is not a text file: it holds binary data (a NUL byte at byte {nul:,}, on line "
+                         f"{line:,}); {save}")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name} is not UTF-8 text (byte {exc.start:,} cannot be read); {save}") from None
+    if not text.strip():
+        raise InputError(f"{name} is empty; upload a CSV file with a header row and one example per row")
+    return text
+
+
+def _utf16(head: bytes) -> str | None:
+    """'UTF-16' when the bytes read as UTF-16 without a BOM: mostly-ASCII text has a NUL in every other byte."""
+    head = head[:len(head) // 2 * 2]
+    if len(head) < 4:
+        return None
+    even, odd = head[0::2].count(0) / (len(head) // 2), head[1::2].count(0) / (len(head) // 2)
+    return "UTF-16" if max(even, odd) >= 0.9 and min(even, odd) <= 0.1 else None
+
+
 def _kind(header: list[str], name: str) -> str:
+    first: dict[str, int] = {}
+    for i, h in enumerate(header, 1):
+        if h and first.setdefault(h, i) != i:  # names are compared as read: stripped, lower case
+            raise InputError(f"{name} has two columns named {h[:40]!r} (columns {first[h]:,} and {i:,}); rename or "
+                             "remove one of them")
     for kind in (PAIR, SEQUENCE, TOKEN):
         if all(column in header for column in LAYOUTS[kind]):
             return kind
@@ -100,7 +140,8 @@ def _cell(row: list[str], i: int, column: str, n: int) -> str:
     if not value:
         raise InputError(f"row {n}: the {column} column is empty")
     if len(value) > MAX_CELL_CHARS:
-        raise InputError(f"row {n}: the {column} cell has {len(value):,} characters; the limit is {MAX_CELL_CHARS:,}")
+        raise InputError(f"row {n}: the {column} cell has {len(value):,} characters and a cell may hold at most "
+                         f"{MAX_CELL_CHARS:,}; shorten it or split it over several rows")
     return value
 
 

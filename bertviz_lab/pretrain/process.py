@@ -3,7 +3,7 @@ it the folder's one trainer, how another process tells it from a reused pid, and
 
     RUN/run.json           the training config, the command's arguments (after `python -m bertviz_lab`)
                            and who started the run
-    RUN/metrics.jsonl      one JSON record per line, flushed as it comes
+    RUN/metrics.jsonl      one JSON record per line, flushed as it comes; thinned past its cap (records.py)
     RUN/snapshots.jsonl    the probe set at each checkpoint step (see pretrain/snapshots.py)
     RUN/status.json        running / finished / stopped / diverged / failed, with a message, the pid and
                            that process's start time (atomic)
@@ -19,7 +19,6 @@ and writes under torchrun.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import socket
@@ -36,7 +35,7 @@ import torch.distributed as dist
 
 from bertviz_lab import atomic, files
 from bertviz_lab.errors import ConfigError, LabError
-from bertviz_lab.pretrain import snapshots
+from bertviz_lab.pretrain import records, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
 
@@ -129,28 +128,7 @@ def verified(pid: int | None, started: float | None, name: str) -> psutil.Proces
 
 
 # --- The metrics file ----------------------------------------------------------------------------
-def read_metrics(run_dir, kind: str | None = None) -> list[dict]:
-    """The records of metrics.jsonl (a half-written line, or one that is not a record of numbers, is skipped)."""
-    records = []
-    path = Path(run_dir) / "metrics.jsonl"
-    try:
-        if not path.is_file():  # never open a FIFO or device planted in its place
-            return []
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(record, dict) or (kind is not None and record.get("kind") != kind):
-            continue
-        if record.get("kind") in ("train", "eval") and not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in record.items() if k != "kind"):
-            continue
-        records.append(record)
-    return records
+read_metrics = records.read_metrics  # only for publish.py's import: call records.read_metrics
 
 
 # --- The train command ---------------------------------------------------------------------------
@@ -190,22 +168,20 @@ class RunFiles:
 
     def open_metrics(self, keep_until: int | None) -> None:
         """Append to metrics.jsonl (and snapshots.jsonl); on resume first drop records past the checkpoint's step."""
-        path = self.run_dir / "metrics.jsonl"
+        path = self.run_dir / records.METRICS
         if keep_until is not None:
-            kept = [r for r in read_metrics(self.run_dir)
-                    if r.get("kind") in ("train", "eval", "checkpoint") and r.get("step", 0) <= keep_until]
-            atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
+            records.keep_until(path, keep_until)
             snapshots.keep_until(self.run_dir / snapshots.FILE, keep_until)
-        self.metrics = open(path, "a", encoding="utf-8")
+        self.metrics = records.CappedFile(path, records.METRICS_CAP, records.shrink_metrics)
 
     def record(self, record: dict) -> None:
         out = self.metrics
         if record.get("kind") == "snapshot":  # opened with the first one: a fine-tuning run takes none
             if self.snapshots is None:
-                self.snapshots = open(self.run_dir / snapshots.FILE, "a", encoding="utf-8")
+                self.snapshots = records.CappedFile(self.run_dir / snapshots.FILE, snapshots.MAX_FILE_BYTES,
+                                                    snapshots.shrink, max_lines=snapshots.MAX_FRAMES)
             out = self.snapshots
-        out.write(json.dumps(record) + "\n")
-        out.flush()
+        out.write(record)
 
 
 def _resume_record(run_dir: Path, job: Job) -> tuple[object, float, str]:
@@ -277,8 +253,7 @@ def _train(run_dir: Path, cfg, resume: bool, writer: RunFiles | None, job: Job) 
         else:
             raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         if writer:
             writer.status("running", "preparing the data and the model")
@@ -301,6 +276,9 @@ def _train(run_dir: Path, cfg, resume: bool, writer: RunFiles | None, job: Job) 
         if writer:
             writer.status("failed", f"{type(exc).__name__}: {exc}", trainer.step if trainer else 0)
         return 1
+    finally:  # installed, the handler would keep the trainer, and under torchrun its process group, alive
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def _loop(trainer, files: RunFiles | None) -> int:

@@ -34,13 +34,13 @@ TRAIN_EVERY = 5  # train records kept in the history: one step in five (the curv
 
 def copy_history(run_dir: Path, folder: Path) -> None:
     """The run's snapshots and thinned curves into folder/history/ (nothing when the run has neither)."""
-    frames = snapshots.read(run_dir / snapshots.FILE)
     curves = [r for r in read_metrics(run_dir) if r.get("kind") == "eval"
               or (r.get("kind") == "train" and r["step"] % TRAIN_EVERY == 0)]
+    frames = snapshots.copy(run_dir / snapshots.FILE, folder / HISTORY / snapshots.FILE)  # line by line, as written
     if not frames and not curves:
         return
-    (folder / HISTORY).mkdir(parents=True, exist_ok=True)
-    atomic.write_text(folder / HISTORY / snapshots.FILE, "".join(json.dumps(r) + "\n" for r in frames))
+    if not frames:
+        atomic.write_text(folder / HISTORY / snapshots.FILE, "")
     atomic.write_text(folder / HISTORY / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in curves))
 
 

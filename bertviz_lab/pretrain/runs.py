@@ -31,7 +31,7 @@ import psutil
 
 from bertviz_lab import atomic, files
 from bertviz_lab.errors import ConfigError, InputError, LabError
-from bertviz_lab.pretrain import checkpoints, process
+from bertviz_lab.pretrain import checkpoints, records
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.process import OWNER, PRETRAIN, STARTED_BY_ENV, hold, start_time, verified
 from bertviz_lab.pretrain.resources import check_corpus, check_resources
@@ -49,7 +49,7 @@ UNREADABLE = "unreadable"  # a status of our own: the run's files could not be r
 KINDS = ("pretrain", "finetune")
 RESUMABLE = ("stopped", "failed", "diverged")  # with a checkpoint: diverged ones restart from the last good one
 STOP_MARKER, UPLOADS = "stop_requested", "uploads"
-read_metrics = process.read_metrics  # a run's curves (the trainer's process writes them)
+read_metrics = records.read_metrics  # only for older callers: call records.read_metrics
 MAX_COUNT = 10**12  # steps and pids beyond this are not real
 _children: dict[int, subprocess.Popen] = {}  # processes this Python started: polled, so none is left a zombie
 

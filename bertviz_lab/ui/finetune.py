@@ -68,13 +68,19 @@ def task_picker(name: str) -> tuple[tasks.Task | None, bytes | None, str | None]
     try:
         task = _parsed(raw, upload.name)
     except LabError as exc:
-        st.error(shown(vf.explain(exc)))
+        st.error(_upload_error(exc))
         return None, raw, str(exc)
-    st.success(f"{upload.name}: {tasks.KIND_NAMES[task.kind]}, {len(task.labels)} labels "
-               f"({', '.join(task.labels[:8])}{'…' if len(task.labels) > 8 else ''}), {len(task.train):,} training "
-               f"and {len(task.dev):,} dev rows.", icon=":material/check:")
+    labels = ", ".join(task.labels[:8]) + ("…" if len(task.labels) > 8 else "")
+    st.success(f"{plain(upload.name)}: {tasks.KIND_NAMES[task.kind]}, {len(task.labels)} labels ({plain(labels)}), "
+               f"{len(task.train):,} training and {len(task.dev):,} dev rows.", icon=":material/check:")
     st.dataframe(vf.example_rows(task), hide_index=True, key="finetune.examples")
     return task, raw, None
+
+
+def _upload_error(exc: LabError) -> str:
+    """'**CSV file**: ' and why, as plain text: the reason quotes the file's name, header cells and labels."""
+    reason = shown(str(exc)).removeprefix("data:").lstrip()
+    return f"**{vf.LABELS['data']}**: {plain(reason)}"
 
 
 def _number(where, name: str) -> None:

@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from bertviz_lab import files
 from bertviz_lab.errors import ExportError
 from bertviz_lab.figures import export
 from bertviz_lab.ui.state import Classroom
@@ -137,7 +138,7 @@ def handout_zip(pages: Sequence[Page], draw: Callable[[go.Figure, str], bytes] =
                     continue
                 limit -= 1
                 stem = f"{folder}/{i:02d}_{_slug(filename)}"
-                z.writestr(f"{stem}.csv", export.numbers(fig).to_csv(index=False))
+                z.writestr(f"{stem}.csv", export.numbers_csv(fig))
                 images = missing is None
                 for fmt in ("png", "svg") if images else ():
                     try:
@@ -148,7 +149,7 @@ def handout_zip(pages: Sequence[Page], draw: Callable[[go.Figure, str], bytes] =
                 items.append(_figure_html(stem, _title(fig, filename), filename, export.size(fig)[0], images))
             for name, frame in page.tables:
                 path = f"{folder}/table_{_slug(name)}.csv"
-                z.writestr(path, frame.to_csv(index=not isinstance(frame.index, pd.RangeIndex)))
+                z.writestr(path, files.csv_text(frame))
                 items.append(_table_html(path, name, frame))
             parts.append(_page_html(page, items))
         z.writestr("index.html", _index_html(parts, missing, left, made or datetime.now()))

@@ -1,5 +1,6 @@
 """The Lesson page's widget groups: the stepper, predict-then-reveal with the running score, the inputs a
-teacher edits, and the two live runs (training, probes) drawn while they compute.
+teacher edits, and the two live runs (training, probes), each computed once for the whole class (ui/once.py) and
+drawn live in every session that waits on it.
 
 `ask` is the heart of every step: the question, the class's guess (a number, pills, a radio or a
 selectbox, by the options), and a Reveal button that stays locked until there is a guess. Reveal computes
@@ -10,11 +11,12 @@ earlier answer keeps counting in the score until the new one replaces it.
 
 from __future__ import annotations
 
+import itertools
 import math
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 
 import pandas as pd
 import streamlit as st
@@ -23,7 +25,7 @@ from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.lesson import training_loss
-from bertviz_lab.ui import state
+from bertviz_lab.ui import once, state
 from bertviz_lab.ui.representations import model_key
 from bertviz_lab.ui.state import Lesson as K
 from bertviz_lab.ui.widgets import chart, plain
@@ -91,9 +93,12 @@ def choice(key: state.Key, label: str, options: list, default, **kwargs):
 
 @contextmanager
 def shown_errors() -> Iterator[None]:
-    """Bad input or a missing head ends the step with a sentence saying so, never a traceback."""
+    """Bad input or a missing head ends the step with a sentence saying so, never a traceback; so does a shared
+    run (training, probes) that failed, the next Reveal starting it again."""
     try:
         yield
+    except once.WorkFailed as exc:
+        st.error(plain(str(exc)), icon=":material/error:")
     except InputError as exc:
         text = str(exc).strip()
         message = plain(text[:1].upper() + text[1:] + ("" if text[-1:] in ".?!”" else "."))
@@ -178,31 +183,69 @@ def verdict(answered: vl.Answered) -> None:
         st.error("Not this time. " + text, icon=":material/cancel:")
 
 
-# --- The two live runs -------------------------------------------------------------------------------
-def train_live(seed: int) -> tuple[int, list[dict], list[dict]]:
-    """Train the tiny BERT with a progress bar and a loss chart that grows as it learns; stored in K.TRAINING."""
-    steps = runs.TINY["steps"]
-    bar, slot = st.progress(0.0, text="Training a tiny BERT from scratch…"), st.empty()
+# --- The two live runs, each computed once for every session (ui/once.py) -------------------------------
+Run = tuple[int, list[dict], list[dict]]  # (seed, train records, held-out records)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _runs(seed: int, tiny: tuple) -> once.Once[Run]:
+    """One tiny run per seed and TINY setting (device "cpu" included): nothing else decides its records, not the
+    loaded model, not the session."""
+    return once.Once("The tiny training run")
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: `_frame_chart` builds one figure per report for everyone
+class _Frame:
+    """The run so far, as the worker reports it after each record."""
+
+    train: tuple[dict, ...] = ()
+    held_out: tuple[dict, ...] = ()
+
+
+def _train(seed: int, report: once.Report) -> Run:
+    """The run, reporting the train and held-out records so far after each one; then the frequency guess that
+    `frequency_note` sets it against, computed here, once for the class: the sessions that waited only read it."""
     train, held_out = [], []
-    for record in runs.train_tiny(seed):
-        if record["kind"] == "train":
-            train.append(record)
-            bar.progress(record["step"] / steps, text=f"Step {record['step']} of {steps}: "
-                                                      f"loss {record['mlm_loss']:.3f}")
-        elif record["kind"] == "eval":
-            held_out.append(record)
-        if record["kind"] == "eval" or (record["kind"] == "train" and record["step"] % 5 == 0):
-            chart(training_chart(train, held_out), "lesson_training", slot.container(),
-                  key=f"lesson.training.{record['kind']}{record['step']}", frame=True)
-    bar.empty()
-    slot.empty()
-    run = (seed, train, held_out)
+
+    def record(r: dict) -> None:
+        if r["kind"] in ("train", "eval"):
+            (train if r["kind"] == "train" else held_out).append(r)
+            report(_Frame(tuple(train), tuple(held_out)))
+
+    runs.train_tiny(seed, record)
+    runs.frequency_loss()
+    return seed, train, held_out
+
+
+@lru_cache(maxsize=4)
+def _frame_chart(frame: _Frame):
+    return training_chart(list(frame.train), list(frame.held_out))
+
+
+def _training_frame(frame: _Frame, n: int) -> None:
+    """The n-th redraw of the run so far: a progress bar, and the loss chart once the first held-out loss is in."""
+    steps = runs.TINY["steps"]
+    if not frame.train:
+        st.progress(0.0, text="Training a tiny BERT from scratch…")
+    else:
+        last = frame.train[-1]
+        st.progress(last["step"] / steps, text=f"Step {last['step']} of {steps}: loss {last['mlm_loss']:.3f}")
+    if frame.held_out:
+        chart(_frame_chart(frame), "lesson_training", key=f"lesson.training.frame{n}", frame=True)
+
+
+def train_live(seed: int) -> Run:
+    """The tiny BERT's run for this seed, stored in K.TRAINING: trained once for the whole class, every session
+    that waits on it watching the same progress bar and loss chart grow."""
+    frames = itertools.count()
+    run = once.follow(_runs(seed, tuple(sorted(runs.TINY.items()))), lambda report: _train(seed, report),
+                      lambda frame: _training_frame(frame, next(frames)), first=_Frame())
     state.put(K.TRAINING, run)
     return run
 
 
-def training_run() -> tuple[int, list[dict], list[dict]]:
-    """The session's run (kept from before a Start over: it was trained in this session), else a new one."""
+def training_run() -> Run:
+    """The session's run (kept from before a Start over: it was revealed in this session), else seed 0's."""
     return state.get(K.TRAINING) or train_live(0)
 
 
@@ -212,35 +255,19 @@ def training_chart(train: list[dict], held_out: list[dict]):
                          runs.TINY["steps"])
 
 
-@dataclass
-class _Probes:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    result: runs.ProbeResult | None = None
-
-
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _probes(key: tuple, task: str) -> _Probes:
-    return _Probes()
+def _probes(key: tuple, task: str) -> once.Once[runs.ProbeResult]:
+    return once.Once("The linear probes")
 
 
 def probes(ckpt: Checkpoint, task: str) -> runs.ProbeResult:
-    """The two linear probes (fixed seeds: one result per model and task), computed once for every session:
-    the session that computes them sees a progress bar, one that comes meanwhile a spinner, then the result."""
-    slot = _probes(model_key(ckpt), task)
-    if slot.result is not None:
-        return slot.result
-    if not slot.lock.acquire(blocking=False):  # another session is computing them
-        with st.spinner("Another session is training the same probes…", show_time=True):
-            slot.lock.acquire()
-    try:
-        if slot.result is None:
-            bar = st.progress(0.0, text="Linear probe: reading the task…")
-            slot.result = runs.compare_probes(ckpt.model, ckpt.tokenizer, task,
-                                              lambda share, text: bar.progress(share, text))
-            bar.empty()
-    finally:
-        slot.lock.release()
-    return slot.result
+    """The two linear probes (fixed seeds: one result per model and task), computed once for every session, each
+    one that waits on them watching the same progress bar."""
+    def work(report: once.Report) -> runs.ProbeResult:
+        return runs.compare_probes(ckpt.model, ckpt.tokenizer, task, lambda share, text: report((share, text)))
+
+    return once.follow(_probes(model_key(ckpt), task), work, lambda news: st.progress(*news),
+                       first=(0.0, "Linear probe: reading the task…"))
 
 
 def wide(table: pd.DataFrame) -> pd.DataFrame:

@@ -7,14 +7,18 @@ or shows its QR code (ui/share.py), and everyone sees the same view. On a page's
 
 A link is text anyone can write, so every value goes through a reader that knows its type and range.
 The page falls back to its default, and says so in one note, for each of these: a value a reader refuses
-(`layer=abc`), a parameter the page does not know, and a value the page cannot offer
-(layer 7 of a 2-layer model, which the page's own check drops).
+(`layer=abc`, or a sentence with invisible or direction-changing characters, which would make the link
+show other words than the model reads), a parameter the page does not know, a value the page cannot
+offer (layer 7 of a 2-layer model, which the page's own check drops), and repeated values past MAX_PARAMS.
+The note quotes values as code, every control or invisible character written as an escape (\\x00, \\u202e).
+`query` writes only what these readers take back, and says what it leaves out by the widget's label.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,18 +27,19 @@ from typing import Any
 import streamlit as st
 
 from bertviz_lab.bert import hub
-from bertviz_lab.ui import classroom, models, state
+from bertviz_lab.ui import models, state
 from bertviz_lab.ui.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
                                   Sentences, TimeLapse)
 from bertviz_lab.ui.widgets import plain
 from bertviz_lab.views import attention as av
+from bertviz_lab.views import inputs
 from bertviz_lab.views import losses as lv
 
 MAX_TEXT = 1_000  # characters of one sentence in a link: longer ones make URLs that break and dense QR codes
 MAX_PARAMS = 64  # parameters read from one link; a longer query string is hostile or broken
 MAX_NOTED = 6  # parameters named in the note; the rest are counted
 GLOBAL = ("projector", "model")  # read by app.py and the sidebar on every page, not by this module
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newline
 
 
 # --- Readers: the URL's text -> a value, or ValueError(why) -----------------------------------------
@@ -42,10 +47,16 @@ def text(limit: int = MAX_TEXT) -> Callable[[str], str]:
     def read(value: str) -> str:
         if len(value) > limit:
             raise ValueError(f"is longer than {limit:,} characters")
-        if _CONTROL.search(value):
-            raise ValueError("holds control characters")
+        if found := list(dict.fromkeys(f"U+{ord(c):04X}" for c in _CONTROL.findall(value))):
+            raise ValueError(f"holds control characters ({_listed(found)})")
+        if found := inputs.hidden_characters(value):
+            raise ValueError(f"holds invisible or direction-changing characters ({_listed(found)})")
         return value
     return read
+
+
+def _listed(code_points: list[str]) -> str:
+    return ", ".join(code_points[:MAX_NOTED]) + (" …" if len(code_points) > MAX_NOTED else "")
 
 
 def flag(value: str) -> bool:
@@ -105,11 +116,12 @@ def head_name(value: str) -> str:
 @dataclass(frozen=True)
 class Param:
     """One URL parameter: its name, the session key it fills, its reader; `many`: a list, as repeated
-    parameters (?mask=cat&mask=mat)."""
+    parameters (?mask=cat&mask=mat); `label`: the widget's, as the share box names what a link leaves out."""
     name: str
     key: Key
     read: Callable[[str], Any]
     many: bool = False
+    label: str = ""
 
     def url_value(self) -> str | list[str] | None:
         """What goes into the URL for the value held now; None for the default (left out of the link)."""
@@ -128,19 +140,22 @@ class Param:
 
 
 def sentences(keys: Sentences) -> tuple[Param, ...]:
-    return Param("a", keys.text_a, text()), Param("pair", keys.pair, flag), Param("b", keys.text_b, text())
+    return (Param("a", keys.text_a, text(), label="Sentence A"), Param("pair", keys.pair, flag),
+            Param("b", keys.text_b, text(), label="Sentence B"))
 
 
 LAYER, HEAD, TOKEN = integer(0, 999), integer(0, 999), integer(0, 99_999)
 PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that page
-    "predict": (*sentences(Predict.SENTENCES), Param("mask", Predict.WORDS, text(100), many=True),
+    "predict": (*sentences(Predict.SENTENCES),
+                Param("mask", Predict.WORDS, text(100), many=True, label="Words to hide"),
                 Param("k", Predict.TOP_K, integer(1, 20)), Param("temperature", Predict.TEMPERATURE, number(0.1, 3)),
                 Param("causal", Predict.CAUSAL, flag)),
     "attention": (*sentences(Attention.SENTENCES), Param("layer", Attention.LAYER, LAYER),
                   Param("head", Attention.HEAD, HEAD), Param("mean", Attention.MEAN, flag),
                   Param("hide", Attention.HIDE, flag), Param("block", Attention.BLOCK, choice(av.BLOCKS)),
                   Param("range", Attention.RANGE, token_range), Param("grid", Attention.GRID, flag),
-                  Param("off", Attention.OFF, head_name, many=True), Param("query", Attention.QUERY, TOKEN),
+                  Param("off", Attention.OFF, head_name, many=True, label="Heads to switch off"),
+                  Param("query", Attention.QUERY, TOKEN),
                   Param("tau", Attention.TAU, number(0.1, 5)), Param("key", Attention.KEY, TOKEN)),
     "losses": (*sentences(Losses.SENTENCES), Param("seed", Losses.SEED, integer(0, 2**31 - 1)),
                Param("rate", Losses.RATE, number(0, 1)),
@@ -148,14 +163,15 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
                Param("random_from", Losses.RANDOM_TOKENS, choice(list(lv.RANDOM_TOKENS))),
                Param("all", Losses.ALL, flag), Param("step", Losses.STEP, integer(1, 99))),
     "representations": (Param("tab", Representations.TAB, text(60)), Param("set", Representations.SET, text(60)),
-                        Param("word", Representations.WORD, text(100)),
+                        Param("word", Representations.WORD, text(100), label="Word to follow"),
                         Param("layer", Representations.LAYER, LAYER),
-                        Param("nn_text", Representations.NN_TEXT, text()),
+                        Param("nn_text", Representations.NN_TEXT, text(), label="Sentence"),
                         Param("nn_token", Representations.NN_TOKEN, TOKEN),
                         Param("nn_layer", Representations.NN_LAYER, LAYER),
-                        Param("lens_text", Representations.LENS_TEXT, text()),
+                        Param("lens_text", Representations.LENS_TEXT, text(), label="Sentence with [MASK]"),
                         Param("lens_mask", Representations.LENS_MASK, integer(0, 999))),
-    "timelapse": (Param("history", TimeLapse.SOURCE, text(200)), Param("probe", TimeLapse.PROBE, text()),
+    "timelapse": (Param("history", TimeLapse.SOURCE, text(200)),
+                  Param("probe", TimeLapse.PROBE, text(), label="Probe sentence"),
                   Param("view", TimeLapse.VIEW, text(20)), Param("layer", TimeLapse.LAYER, LAYER),
                   Param("head", TimeLapse.HEAD, HEAD), Param("role", TimeLapse.ROLE, text(40)),
                   Param("step", TimeLapse.STEP, integer(0, 10**9))),
@@ -169,10 +185,27 @@ RESTORED, NOTES = Classroom.RESTORED, Classroom.NOTES
 
 
 # --- Reading a link ---------------------------------------------------------------------------------
+def escaped(value: str) -> str:
+    """`value` with each control, invisible or direction-changing character (Unicode's categories C, Zl, Zp and
+    its default-ignorable code points, such as the Hangul filler U+3164) written as its escape, as Python writes
+    it ("\\x00", "\\u202e", "\\u3164"): what a note quotes is what the link holds."""
+    return "".join(ascii(c)[1:-1] if unicodedata.category(c)[0] == "C" or inputs.invisible(c) else c for c in value)
+
+
 def _shown(value: str) -> str:
-    """A value as a note quotes it: short, one line, and never read as markdown."""
+    """A value as a note quotes it: short, one line, every hidden character visible, and never read as markdown."""
     value = value if len(value) <= 40 else value[:37] + "…"
-    return "`" + value.replace("`", "'").replace("\n", " ") + "`"
+    return "`" + escaped(value).replace("`", "'") + "`"
+
+
+def _refused(param: Param, values: list[str]) -> str:
+    """The first of `values` that `param` refuses (the note quotes that one)."""
+    for value in values:
+        try:
+            param.read(value)
+        except ValueError:
+            return value
+    return values[0]
 
 
 def _wanted(param: Param) -> list[str]:
@@ -199,10 +232,13 @@ def restore(page: str) -> None:
         values = _wanted(param)
         if not values:
             continue
+        if len(values) > MAX_PARAMS:
+            notes.append(f"only the first {MAX_PARAMS} of {len(values):,} `{param.name}` values were used")
+            values = values[:MAX_PARAMS]
         try:
-            value = [param.read(v) for v in values[:MAX_PARAMS]] if param.many else param.read(values[0])
+            value = [param.read(v) for v in values] if param.many else param.read(values[0])
         except ValueError as why:
-            notes.append(f"{param.name}={_shown(values[0] if not param.many else ','.join(values))} {why}")
+            notes.append(f"{param.name}={_shown(_refused(param, values))} {why}")
             continue
         state.put(param.key, value)
         restored[param.name] = value
@@ -225,16 +261,15 @@ def _restore_model() -> list[str]:
         target = text(300)(wanted).strip()
     except ValueError as why:
         return [f"model={_shown(wanted)} {why}"]
-    if (folder := classroom.labelled_folder(target, models.visitor_roots())) is not None:
-        target = str(folder)  # "checkpoints/x", "runs/x/checkpoint": the lab's folders
-    elif models.is_hub(target) and hub.cached_folder(target) is None:
+    if models.is_hub(target) and hub.cached_folder(target) is None:  # read as the folder box reads it
         return [f"model={_shown(wanted)} is a Hub model this lab has not downloaded (open it from the sidebar "
                 "once; a link never starts a download)"]
     if models.try_load(target):
         return []
     why = state.get(Model.ERROR) or "it did not load"
     state.forget(Model.ERROR)  # the note says it: the sidebar shows no stale error
-    return [f"model={_shown(wanted)} could not be opened ({plain(why.rstrip('.'))})"]  # why repeats the typed text
+    # why repeats the typed text: escaped, and never read as markdown
+    return [f"model={_shown(wanted)} could not be opened ({plain(escaped(why.rstrip('.')))})"]
 
 
 def model_value() -> str | None:
@@ -253,34 +288,45 @@ def model_value() -> str | None:
 
 
 # --- Writing the link ------------------------------------------------------------------------------
-def query(page: str, projector: bool = False, model: str | None = None) -> tuple[dict[str, str | list[str]], list[str]]:
-    """The URL parameters for the view on screen now, and the names of those left out because their text
-    is longer than MAX_TEXT."""
+def query(page: str, projector: bool = False, model: str | None = None) -> tuple[dict[str, str | list[str]],
+                                                                               dict[str, str]]:
+    """The URL parameters for the view on screen now, and what they leave out, name -> what the share box says
+    ("Sentence A is longer than 1,000 characters"): a link carries only what its own reader takes back (not a
+    sentence too long for a link, or typed with invisible characters; the first MAX_PARAMS repeated values)."""
     found: dict[str, str | list[str]] = {}
-    too_long = []
+    left_out = {}
     if projector:
         found["projector"] = "1"
     if model:
         found["model"] = model
     for param in PAGES.get(page, ()):
         value = param.url_value()
-        if isinstance(value, str) and len(value) > MAX_TEXT:
-            too_long.append(param.name)  # a sentence too long for a link: the share box says so
-        elif value is not None:
+        if value is None:
+            continue
+        named = param.label or f"`{param.name}`"
+        if param.many and len(value) > MAX_PARAMS:  # `restore` would read no more
+            left_out[param.name] = f"{named} past the first {MAX_PARAMS} ({len(value):,} chosen)"
+            value = value[:MAX_PARAMS]
+        try:
+            for one in [value] if isinstance(value, str) else value:
+                param.read(one)
+        except ValueError as why:
+            left_out[param.name] = f"{named} {why}, so the link opens with the page's default there"
+        else:
             found[param.name] = value
-    return found, too_long
+    return found, left_out
 
 
-def publish(page: str, where, projector: bool = False) -> tuple[dict, list[str]]:
+def publish(page: str, where, projector: bool = False) -> tuple[dict, dict[str, str]]:
     """Write the view into the URL (only when it changed) and draw this page's link notes into `where`.
-    Returns the URL's parameters and the names left out of it (too long for a link)."""
-    wanted, too_long = query(page, projector, model_value())
+    Returns the URL's parameters and what they leave out (see `query`)."""
+    wanted, left_out = query(page, projector, model_value())
     current = {name: (st.query_params.get_all(name) if isinstance(wanted.get(name), list) else st.query_params[name])
                for name in st.query_params.keys()}
     if current != wanted:
         st.query_params.from_dict(wanted)
     _notes(page, wanted, where)
-    return wanted, too_long
+    return wanted, left_out
 
 
 def _notes(page: str, wanted: dict, where) -> None:

@@ -8,6 +8,8 @@ the CPU with a note. The picker and the folder box also take Hugging Face Hub id
 downloaded first, with a progress bar, before the picker is drawn. In classroom mode
 a visitor's folder box opens only folders under checkpoints/ and runs/ and Hub models
 already in the cache (never a download), and the messages a visitor reads name no server path.
+For everyone, in the box and in links alike (`named`), `runs/x` and `checkpoints/x` name the lab's own
+folders, wherever $BERTVIZ_RUNS points.
 """
 
 from __future__ import annotations
@@ -87,34 +89,49 @@ class _NotCached(LabError):
     """A Hub id a visitor opened that is not in the cache: a visitor never starts a download."""
 
 
-def is_hub(text: str) -> bool:
-    """True if `text` means a Hub model: it looks like a Hub id and names nothing on disk (a local folder
-    wins), read as this session reads paths (a visitor's relative to the lab, as visitor_folder does)."""
-    if not hub.looks_like_hub_id(text):
-        return False
+def named(text: str) -> Path | str:
+    """What a picker entry, a typed folder text or a link's `model=` names, read one way by the folder box and by
+    links: a Hub id (the str) or a folder (a Path, not yet resolved or checked).
+
+    A path that starts with a label of visitor_roots() ("checkpoints/x", "runs/x/checkpoint") is that root's
+    folder, wherever $BERTVIZ_RUNS points, for the owner and for a visitor alike. Then a text that looks like
+    a Hub id and names nothing on disk is the Hub id (a local folder wins). Any other text is a path: the
+    owner's as typed ('~' expanded later, relative to the working folder), a visitor's relative to the lab.
+    """
+    text = text.strip()
+    if (folder := classroom.labelled_folder(text, visitor_roots())) is not None:
+        return folder
     path = Path(text)
-    if not classroom.is_owner():
-        path = classroom.labelled_folder(text, visitor_roots()) or classroom.ROOT / path
-    return not os.path.lexists(path)
+    if not classroom.is_owner() and not path.is_absolute():
+        path = classroom.ROOT / path
+    return text if hub.looks_like_hub_id(text) and not os.path.lexists(path) else path
+
+
+def is_hub(text: str) -> bool:
+    """True if `text` means a Hub model (see `named`)."""
+    return isinstance(named(text), str)
 
 
 def _folder(target: str) -> str:
     """The folder to load for a picker entry or typed text: a Hub id's snapshot in the cache; otherwise the
-    owner's folder as typed, a visitor's resolved and inside visitor_roots()."""
-    if is_hub(target):
-        folder = hub.cached_folder(target)
-        if folder is not None:
-            return str(folder)
+    owner's folder as named, a visitor's resolved and inside visitor_roots()."""
+    folder = named(target)
+    if isinstance(folder, str):
+        cached = hub.cached_folder(folder)
+        if cached is not None:
+            return str(cached)
         if not classroom.is_owner():
-            raise _NotCached(NOT_CACHED.format(target))
-        raise _Download(target)
-    if classroom.is_owner():
-        path = check_path(target, "model folder", CheckpointError)
-        if not os.path.lexists(path):
-            raise CheckpointError(f"no model folder at {path}, and {target[:100]!r} is not a Hugging Face Hub id "
-                                  "(like bert-base-uncased or org/name)")
-        return str(path)
-    return str(classroom.visitor_folder(target, visitor_roots()))
+            raise _NotCached(NOT_CACHED.format(folder))
+        raise _Download(folder)
+    if not classroom.is_owner():
+        return str(classroom.visitor_folder(str(folder), visitor_roots()))
+    check_path(target, "model folder", CheckpointError)  # empty, overlong or control-character text: one sentence
+    path = folder.expanduser()
+    if not os.path.lexists(path):
+        labelled = classroom.labelled_folder(target.strip(), visitor_roots()) is not None  # never read as an id
+        raise CheckpointError(f"no model folder at {path}" + ("" if labelled else (
+            f", and {target[:100]!r} is not a Hugging Face Hub id (like bert-base-uncased or org/name)")))
+    return str(path)
 
 
 def shown(message: str) -> str:

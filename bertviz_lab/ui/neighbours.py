@@ -1,14 +1,10 @@
 """The Representations page's second and fourth tabs: nearest neighbours, and the embeddings' geometry.
 
-Both read the sentence bank: a few thousand corpus sentences encoded once per model and device, with a
-progress bar the first time, then shared by every session and rerun (a lock keeps two sessions from
-encoding it twice).
+Both read the sentence bank: a few thousand corpus sentences encoded once per model and device for every
+session (ui/once.py), with a progress bar for whoever waits on it, then shared by every session and rerun.
 """
 
 from __future__ import annotations
-
-import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 import streamlit as st
@@ -16,7 +12,7 @@ import streamlit as st
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import representations as figs
-from bertviz_lab.ui import state
+from bertviz_lab.ui import once, state
 from bertviz_lab.ui.representations import model_key
 from bertviz_lab.ui.state import Representations as K
 from bertviz_lab.ui.tables import numbers, table_height
@@ -27,31 +23,23 @@ from bertviz_lab.views import neighbours as nv
 PRECISION_KS = (1, 3, 5, 10)
 
 
-@dataclass
-class _Slot:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    bank: nv.SentenceBank | None = None
-
-
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _slot(key: tuple) -> _Slot:
-    return _Slot()
+def _slot(key: tuple) -> once.Once[nv.SentenceBank]:
+    return once.Once("Encoding the sentence bank")
 
 
 def sentence_bank(ckpt: Checkpoint) -> nv.SentenceBank:
-    """The model's sentence bank: encoded on first use, with a progress bar, then cached."""
-    slot = _slot(model_key(ckpt))
-    if slot.bank is not None:
-        return slot.bank
-    with st.spinner("Waiting for the sentence bank…", show_time=True), slot.lock:
-        if slot.bank is None:
-            sentences = nv.bank_sentences(ckpt.model)
-            note = f"Encoding {len(sentences):,} corpus sentences once for this model"
-            bar = st.progress(0.0, text=note)
-            slot.bank = nv.build_bank(ckpt.model, ckpt.tokenizer, sentences,
-                                      progress=lambda done: bar.progress(done, text=f"{note}: {done:.0%}"))
-            bar.empty()
-    return slot.bank
+    """The model's sentence bank: encoded once for every session, each one that waits on it watching the same
+    progress bar."""
+    def work(report: once.Report) -> nv.SentenceBank:
+        sentences = nv.bank_sentences(ckpt.model)
+        note = f"Encoding {len(sentences):,} corpus sentences once for this model"
+        report((0.0, note))
+        return nv.build_bank(ckpt.model, ckpt.tokenizer, sentences,
+                             progress=lambda done: report((done, f"{note}: {done:.0%}")))
+
+    return once.follow(_slot(model_key(ckpt)), work, lambda news: st.progress(*news),
+                       first=(0.0, "Encoding corpus sentences once for this model…"))
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -102,7 +90,11 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     layer = cols[1].select_slider("Layer of the contextual vectors", range(L + 1), key=K.NN_LAYER.name,
                                   format_func=figs.layer_name)
     k = cols[2].number_input("Neighbours", 1, 30, key=K.NN_K.name)
-    bank = sentence_bank(ckpt)
+    try:
+        bank = sentence_bank(ckpt)
+    except once.WorkFailed as exc:
+        st.error(plain(str(exc)), icon=":material/error:")
+        return
     token = encoding.tokens[position]
     left, right = st.columns([1, 3])
     with left:
@@ -182,7 +174,11 @@ def geometry_tab(ckpt: Checkpoint) -> None:
         st.markdown("**Anisotropy.** The mean cosine between unrelated tokens (different words in different "
                     "sentences of the bank) after each layer. Near 0, vectors spread in every direction; near 1, "
                     "they all point one way and every cosine looks high.")
-        table = _anisotropy(model_key(ckpt), sentence_bank(ckpt))
+        try:
+            table = _anisotropy(model_key(ckpt), sentence_bank(ckpt))
+        except once.WorkFailed as exc:
+            st.error(plain(str(exc)), icon=":material/error:")
+            return
         low = min(0.0, float(table["mean cosine"].min()) - 0.05)  # the whole 0..1 scale: near 0 must look near 0
         chart(figs.sense_lines(table, ["mean cosine"], "Mean cosine of unrelated tokens by layer",
                                y_range=[low, 1.0]), "anisotropy")

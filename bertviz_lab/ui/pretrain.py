@@ -20,7 +20,7 @@ from bertviz_lab.figures import training as figs
 from bertviz_lab.figures.attention import attention_heatmap
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.pretrain import config as limits
-from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import PRECISIONS
 from bertviz_lab.ui import classroom, state
 from bertviz_lab.ui.models import shown, try_load
@@ -129,12 +129,13 @@ def pick_run(all_runs: list[runs.RunInfo], started: runs.RunInfo | None) -> runs
 
 # --- The live panel --------------------------------------------------------------------------
 @st.cache_data(max_entries=64, show_spinner=False)
-def _curves(run_dir: str, version: int) -> figs.Curves:
+def _curves(run_dir: str, version: tuple) -> figs.Curves:
     return vp.read_curves(run_dir)
 
 
 def curves_of(run_dir: Path) -> figs.Curves:
-    """The run's curves, read again only when its metrics file changed."""
+    """The run's curves, built again only when its metrics file grew or was replaced (and then only the new
+    lines are read: the reader keeps its place in the file)."""
     version = vp.metrics_version(run_dir)
     return figs.Curves() if version is None else _curves(str(run_dir), version)
 
@@ -159,6 +160,8 @@ def _live(run_dir: str) -> None:
         st.info("The curves appear with the first training steps (the process is loading the corpus and model).")
     else:
         chart_grid({run.name: curves}, key="pretrain.live", nsp=nsp)
+    if note := records.metrics_note(run.path):
+        st.caption(note)
     probe_panel(run)
 
 

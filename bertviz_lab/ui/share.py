@@ -14,7 +14,6 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 from bertviz_lab.ui import classroom
-from bertviz_lab.ui.links import MAX_TEXT
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # as urlsplit().hostname gives them: IPv6 without brackets
 
@@ -50,8 +49,9 @@ def qr_code(url: str) -> str | None:
         return None
 
 
-def share_box(where, page: str, query: dict, left_out: list[str]) -> str | None:
-    """The link, its QR code, and what the link leaves out; returns the link (None where there is none)."""
+def share_box(where, page: str, query: dict, left_out: dict[str, str]) -> str | None:
+    """The link, its QR code, and what the link leaves out (name -> the sentence to show, from links.query);
+    returns the link (None where there is none)."""
     url = link(page, query)
     if url is None:
         where.caption("The link to this view appears here when the app is open in a browser"
@@ -66,6 +66,5 @@ def share_box(where, page: str, query: dict, left_out: list[str]) -> str | None:
     else:
         where.image(svg, width="stretch")
     if left_out:
-        where.caption(f"Left out of the link, being longer than {MAX_TEXT:,} characters: {', '.join(left_out)}. "
-                      "The link opens with the page's default there.")
+        where.caption("Left out of the link: " + "; ".join(left_out.values()) + ".")
     return url

@@ -45,17 +45,24 @@ def open_button(run_name: str) -> None:
 
 
 def _version(path: Path) -> tuple:
-    """What changes when a history gains frames or its checkpoints change."""
+    """What changes when a history gains frames or curves (which file, how long: the record files only grow,
+    or are replaced whole) or its checkpoints change (the folder's time)."""
     stamps = []
-    for f in (path / snapshots.FILE, path / vt.HISTORY / snapshots.FILE, path / "metrics.jsonl", path / "checkpoints"):
+    for f in (path / snapshots.FILE, path / vt.HISTORY / snapshots.FILE, path / "metrics.jsonl",
+              path / vt.HISTORY / "metrics.jsonl"):
         try:
-            stamps.append((f.stat().st_mtime_ns, f.stat().st_size))
+            info = f.stat()
+            stamps.append((info.st_dev, info.st_ino, info.st_size))
         except OSError:
             stamps.append(None)
+    try:
+        stamps.append((path / "checkpoints").stat().st_mtime_ns)
+    except OSError:
+        stamps.append(None)
     return tuple(stamps)
 
 
-@st.cache_data(max_entries=16, show_spinner="Reading the run's history...")
+@st.cache_data(max_entries=4, show_spinner="Reading the run's history...")
 def _load(kind: str, path: str, version: tuple) -> vt.TimeLapse:
     return vt.from_history(path) if kind == "history" else vt.from_run(path)
 
@@ -74,7 +81,7 @@ def pick() -> vt.TimeLapse | None:
     kind, path, _ = options[chosen]
     lapse = _load(kind, str(path), _version(path))
     if not lapse.frames:
-        st.info("This run has no snapshot yet: the first one is written as soon as training starts.")
+        st.info(lapse.note or "This run has no snapshot yet: the first one is written as soon as training starts.")
         return None
     if lapse.note:
         st.caption(lapse.note)

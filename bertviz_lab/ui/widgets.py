@@ -61,6 +61,12 @@ def encode_or_stop(ckpt: Checkpoint, text_a: str, text_b: str | None) -> Encodin
     except InputError as exc:
         st.warning(str(exc))
         end_page()
+    hidden = list(dict.fromkeys([*inputs.hidden_characters(text_a), *inputs.hidden_characters(text_b or "")]))
+    if hidden:
+        st.info(f"Your text holds invisible or direction-changing characters ({', '.join(hidden[:6])}"
+                f"{', …' if len(hidden) > 6 else ''}): the box may show its words in another order or hide some, "
+                "and the model reads them as they are stored, not as they look. The tokens on this page are what "
+                "the model reads.", icon=":material/visibility_off:")
     if encoding.truncated:
         st.info(f"The text is {len(encoding) + encoding.truncated:,} tokens long; this model reads at most "
                 f"{ckpt.config.max_tokens}, so the last {encoding.truncated:,} tokens were dropped.")
@@ -99,7 +105,7 @@ def _export_menu(fig, filename: str, key: str) -> None:
                                  icon=":material/image:", width="stretch")
     except ExportError as exc:
         menu.caption(str(exc))
-    menu.download_button("Its numbers (CSV)", lambda: export.numbers(fig).to_csv(index=False),
+    menu.download_button("Its numbers (CSV)", partial(export.numbers_csv, fig),
                          file_name=f"{filename}.csv", mime="text/csv", key=f"{key}.csv", on_click="ignore",
                          icon=":material/table:", width="stretch")
 

@@ -33,6 +33,7 @@ from bertviz_lab.finetune.tasks import PAIR, TOKEN, Example, Task
 from bertviz_lab.pretrain.config import max_threads
 from bertviz_lab.views.finetune import NO_NSP, RANDOM, WITH_NSP
 from bertviz_lab.views.representations import projection
+from bertviz_lab.views.shapes import global_rng
 
 MAX_DEV = 2_000  # dev examples read at most (a built-in task has 400)
 MAX_WORDS = 600  # word vectors in the picture of a token task (a built-in dev set has ~5,000 words)
@@ -180,7 +181,7 @@ def initial_model(cfg: FinetuneConfig, task: Task, device: str = "cpu") -> tuple
     the pretrained encoder and a fresh classifier, or a random model), without touching this process's
     random state or thread count."""
     cfg = dataclasses.replace(cfg, device=device, threads=min(torch.get_num_threads(), max_threads()))
-    with torch.random.fork_rng(devices=[]):
+    with global_rng():
         tuner = FineTuner(cfg, task=task)
     return tuner.model.eval(), tuner.tokenizer
 

@@ -20,6 +20,13 @@ from bertviz_lab.bert.tokenizer import MASK, SEP, Encoding, WordPieceTokenizer
 from bertviz_lab.errors import InputError
 
 _SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+_JOINERS = "\u200c\u200d"  # zero-width non-joiner and joiner: in emoji sequences, Persian and Indic words
+_SELECTORS = "\ufe0e\ufe0f"  # text and emoji presentation: the red heart emoji is U+2764 U+FE0F
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), first and last of each range: drawn as nothing
+_IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+              (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+              (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+              (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
 
 
 @dataclass(frozen=True)
@@ -146,6 +153,46 @@ def words(encoding: Encoding, text_a: str, text_b: str | None = None, mask_token
 def _visible(text: str) -> str:
     """Drop control, format (zero-width, direction marks) and unassigned characters."""
     return "".join(ch for ch in text if not unicodedata.category(ch).startswith("C")).strip()
+
+
+def hidden_characters(text: str) -> list[str]:
+    """The invisible or direction-changing characters in `text` as code points ("U+202E"), each once, in order.
+
+    These are Unicode's format characters (bidi marks, embeddings, overrides and isolates, zero-width spaces, the
+    byte-order mark, the soft hyphen, tag characters), its default-ignorable code points (Hangul fillers, variation
+    selectors, the combining grapheme joiner) and the line and paragraph separators. A text box draws them as
+    nothing, or draws the words around them in another order, so what a reader sees is not what the model reads.
+    Writing is not counted: a zero-width joiner or non-joiner between two visible characters that are not ASCII
+    (an emoji sequence, a Persian or Indic word), and an emoji or text presentation selector (U+FE0F, U+FE0E) right
+    after one (the red heart U+2764 U+FE0F, the rainbow flag U+1F3F3 U+FE0F U+200D U+1F308) or in a keycap
+    ("1" U+FE0F U+20E3).
+    """
+    found: dict[str, None] = {}  # an ordered set
+    for i, ch in enumerate(text):
+        if invisible(ch) and not _writing(text, i):
+            found.setdefault(f"U+{ord(ch):04X}")
+    return list(found)
+
+
+def invisible(ch: str) -> bool:
+    """True for a format character, a line or paragraph separator, or a default-ignorable code point."""
+    return unicodedata.category(ch) in ("Cf", "Zl", "Zp") or any(low <= ord(ch) <= high for low, high in _IGNORABLE)
+
+
+def _writing(text: str, i: int) -> bool:
+    """True if the invisible text[i] is part of the writing around it (see `hidden_characters`)."""
+    if text[i] in _JOINERS:
+        after_selector = i > 1 and text[i - 1] in _SELECTORS and _drawn(text[i - 2])  # the rainbow flag's ZWJ
+        return 0 < i < len(text) - 1 and (_drawn(text[i - 1]) or after_selector) and _drawn(text[i + 1])
+    if text[i] in _SELECTORS:
+        keycap = text[i] == "\ufe0f" and text[i - 1:i] in tuple("0123456789#*") and text[i + 1:i + 2] == "\u20e3"
+        return (i > 0 and _drawn(text[i - 1])) or keycap
+    return False
+
+
+def _drawn(ch: str) -> bool:
+    """A visible character that is not ASCII."""
+    return ord(ch) > 127 and not ch.isspace() and not unicodedata.category(ch).startswith("C") and not invisible(ch)
 
 
 def _join_pieces(tokens: list[str]) -> str:

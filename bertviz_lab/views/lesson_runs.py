@@ -1,9 +1,9 @@
 """The lesson's two live runs, small enough to finish in seconds on two CPU cores, in the app's own process.
 
 `train_tiny` pretrains a tiny BERT from scratch on the built-in corpus with the pretraining loop itself
-(`pretrain.loop.Trainer`, no run folder: nothing is written) and yields its records; `start_loss` asks
-where the loss starts, and `frequency_note` sets where it ends against a guess by the corpus's token
-frequencies alone, on the same held-out masks. `compare_probes` reads a built-in fine-tuning task with the
+(`pretrain.loop.Trainer`, no run folder: nothing is written) and returns its records, each reported as it
+comes; `start_loss` asks where the loss starts, and `frequency_note` sets where it ends against a guess by the
+corpus's token frequencies alone, on the same held-out masks. `compare_probes` reads a built-in fine-tuning task with the
 active model and with random weights of the same shape (`views.shapes.random_model`), each word-averaged
 last-layer vector a fixed feature, and trains a linear probe (logistic regression) on each: the
 feature-based approach, the encoder frozen, as the Fine-tune page's linear probe does, in miniature. Two accuracies closer than two
@@ -14,7 +14,9 @@ numbers and thread count as they found them.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -32,12 +34,18 @@ from bertviz_lab.pretrain.loop import EVAL_STREAM, Trainer
 from bertviz_lab.views.finetune_dev import NOISE_SE, noise_band
 from bertviz_lab.views.lesson import Question, Quiz
 from bertviz_lab.views.representations import piece_means
-from bertviz_lab.views.shapes import random_model
+from bertviz_lab.views.shapes import global_rng, random_model
 
-# About 5 s on 2 CPU cores: the held-out loss falls from ln V (~7.7) to ~5.9, near the ~5.7 that the corpus's token
-# frequencies alone score on the same masks (`frequency_loss`).
+# About 2 s on one CPU thread (TINY_THREADS): the held-out loss falls from ln V (~7.7) to ~5.9, near the ~5.7 that
+# the corpus's token frequencies alone score on the same masks (`frequency_loss`).
 TINY = dict(preset="tiny", hidden=64, heads=2, layers=2, batch_size=16, seq_len=32, steps=60, lr=5e-3, warmup=5,
             eval_every=10, eval_batches=2, checkpoint_every=10**6, device="cpu")
+# One CPU thread: the tiny model's matrices are too small to share out. On a busy 2-core machine (`python -m
+# bench.lesson_run`, load average 3-7 from other work), with the server's sleeping OpenMP threads (ui/serve.py): the
+# run alone 1.0-2.9 s on one thread, 1.9-3.5 s on two; while the Attention page redraws nonstop (median 67-102 ms
+# idle), 3.6-7.2 s on one and 6.5-9.2 s on two, the redraws' median 130-167 ms and 115-122 ms. With OpenMP's default
+# spinning threads (a bare `streamlit run`, the tests): 1.9-2.2 s on one thread, 14-26 s on two.
+TINY_THREADS = 1
 PROBE_TASKS = ("acceptability", "coherence")  # the built-in tasks with one label per input
 PROBE_TRAIN, PROBE_DEV = 400, 200  # examples read: a few seconds for each model
 PROBE_STEPS, PROBE_LR = 300, 0.01  # full-batch Adam on standardized features
@@ -57,19 +65,45 @@ def tiny_vocab_size() -> int:
     return WordPieceTokenizer.from_vocab(builtin_vocabulary()).vocab_size
 
 
-def tiny_config(seed: int = 0) -> TrainConfig:
-    """TINY on this process's current CPU threads (the loop would otherwise set its own for the whole app)."""
-    return TrainConfig(**TINY, seed=seed, threads=min(torch.get_num_threads(), max_threads()))
+def tiny_config(seed: int = 0, threads: int | None = None) -> TrainConfig:
+    """TINY on `threads` CPU threads, else this thread's current count (the loop would otherwise set its own)."""
+    return TrainConfig(**TINY, seed=seed, threads=min(threads or torch.get_num_threads(), max_threads()))
 
 
-def train_tiny(seed: int = 0) -> Iterator[dict]:
-    """The pretraining loop's records ("train", "eval", then "end") for a tiny BERT trained from scratch."""
-    threads = torch.get_num_threads()
-    with torch.random.fork_rng(devices=[]):
+_TINY_TRAINER = threading.Lock()
+
+
+@contextmanager
+def _tiny_trainer() -> Iterator[None]:
+    """Around a tiny Trainer's life, inside one call (never across a yield to a caller, so the thread that takes the
+    lock lets it go): the thread count it sets, for the whole process, put back after. One at a time, so each puts
+    back the count the process had, not another run's."""
+    with _TINY_TRAINER:
+        threads = torch.get_num_threads()
         try:
-            yield from Trainer(tiny_config(seed)).run()
+            yield
         finally:
             torch.set_num_threads(threads)
+
+
+def _build(seed: int, threads: int | None = None) -> Trainer:
+    """A tiny Trainer, its weights drawn from torch's global generator seeded with `seed` under views/shapes.py's
+    `global_rng`, which every app thread that seeds that generator holds: the run is a pure function of its seed.
+    (A checkpoint loading meanwhile still draws from it unlocked: bert/checkpoint.py initialises a model before
+    loading its weights.) TINY trains without dropout (TrainConfig's default): nothing after this draws from it."""
+    with global_rng():
+        return Trainer(tiny_config(seed, threads))
+
+
+def train_tiny(seed: int = 0, report: Callable[[dict], None] = lambda record: None) -> list[dict]:
+    """The pretraining loop's records ("train", "eval", then "end") for a tiny BERT trained from scratch, each handed
+    to `report` as it comes: one call runs the whole loop (a generator would hold the lock across its yields)."""
+    records = []
+    with _tiny_trainer():
+        for record in _build(seed, TINY_THREADS).run():
+            records.append(record)
+            report(record)
+    return records
 
 
 START_LEVELS = (3.0, 1.0, 0.0)  # the other options of the start question, each "about" a round loss
@@ -105,22 +139,27 @@ def start_loss(vocab_size: int, held_out: list[dict]) -> Quiz:
 FREQUENCY_STORIES = 1_000  # generated stories counted for the corpus's token frequencies (about 44,000 tokens)
 
 
-@lru_cache(maxsize=1)
+_FREQUENCY = threading.Lock()
+
+
 def frequency_loss() -> tuple[float, int]:
     """The held-out MLM loss of a guess that knows only how often each token occurs in the corpus (its frequency
     over FREQUENCY_STORIES stories of the training stream, one count added to every ordinary token so none has
     p = 0), on the very masks the tiny run is evaluated on: the mean of −ln p_freq(true token). With the tokens
-    counted. The held-out batches do not depend on the run's seed, so one number serves every run."""
-    threads = torch.get_num_threads()
-    with torch.random.fork_rng(devices=[]):
-        try:
-            trainer = Trainer(tiny_config(0))
-            tokenizer = trainer.tokenizer
-            sentences = [(s, None) for story in trainer.corpus.train.sample(FREQUENCY_STORIES, key=0) for s in story]
-            targets = torch.cat([trainer.batch(i, stream=EVAL_STREAM).labels.flatten().cpu()
-                                 for i in range(trainer.cfg.eval_batches)])
-        finally:
-            torch.set_num_threads(threads)
+    counted. The held-out batches do not depend on the run's seed, so one number serves every run: the Lesson's
+    shared run computes it (ui/lesson.py), once, and the sessions that waited on the run only read it."""
+    with _FREQUENCY:  # a second first caller waits for the first one's answer instead of computing it again
+        return _frequency_loss()
+
+
+@lru_cache(maxsize=1)
+def _frequency_loss() -> tuple[float, int]:
+    with _tiny_trainer():
+        trainer = _build(0)
+        tokenizer = trainer.tokenizer
+        sentences = [(s, None) for story in trainer.corpus.train.sample(FREQUENCY_STORIES, key=0) for s in story]
+        targets = torch.cat([trainer.batch(i, stream=EVAL_STREAM).labels.flatten().cpu()
+                             for i in range(trainer.cfg.eval_batches)])
     counts = np.ones(tokenizer.vocab_size)
     for ids, _ in tokenizer.encode_ids(sentences):
         np.add.at(counts, ids, 1)
@@ -170,9 +209,9 @@ def fit_probe(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray, dev_y
     mean, std = train_x.mean(0), train_x.std(0) + 1e-6
     x, dev = (torch.tensor((a - mean) / std, dtype=torch.float32) for a in (train_x, dev_x))
     y = torch.tensor(train_y)
-    with torch.random.fork_rng(devices=[]), torch.enable_grad():
-        torch.manual_seed(0)
+    with global_rng(0):  # its first weights: the only random numbers it draws
         probe = torch.nn.Linear(x.shape[1], classes)
+    with torch.enable_grad():
         optimizer = torch.optim.Adam(probe.parameters(), lr=PROBE_LR, weight_decay=1e-3)
         for _ in range(PROBE_STEPS):
             optimizer.zero_grad()

@@ -23,7 +23,7 @@ from bertviz_lab.bert.device import cuda_available
 from bertviz_lab.corpus import documents_from_text, read_text_file
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures.training import Curves
-from bertviz_lab.pretrain import resources, runs
+from bertviz_lab.pretrain import records, resources, runs
 from bertviz_lab.pretrain.config import TrainConfig
 
 DEFAULTS = TrainConfig()
@@ -219,17 +219,19 @@ def progress_text(run: runs.RunInfo, train: pd.DataFrame) -> str:
     return text
 
 
-def metrics_version(run_dir) -> int | None:
-    """When the run last wrote metrics (ns), to key a cache of its curves; None before it writes any."""
+def metrics_version(run_dir) -> tuple[int, int, int] | None:
+    """Which metrics file, and how long, to key a cache of its curves (the file only grows, or is replaced
+    whole); None before the run writes any. The records are read as they grow (pretrain/records.py)."""
     try:
-        return (Path(run_dir) / "metrics.jsonl").stat().st_mtime_ns
+        info = (Path(run_dir) / records.METRICS).stat()
     except OSError:
         return None
+    return (*records.identity_of(info), info.st_size)
 
 
 def read_curves(run_dir) -> Curves:
     """The run's training and held-out records as two DataFrames."""
-    return Curves.from_records(runs.read_metrics(run_dir, "train"), runs.read_metrics(run_dir, "eval"))
+    return Curves.from_records(records.read_metrics(run_dir, "train"), records.read_metrics(run_dir, "eval"))
 
 
 # --- All runs --------------------------------------------------------------------------------

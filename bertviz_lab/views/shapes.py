@@ -13,6 +13,8 @@ fine-tunes) returns no pooler_output: the view says so instead of giving it a sh
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +36,19 @@ SEED002_VOCAB = 100
 LIMITS = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
 MIN_SENTENCES, MAX_SENTENCES = 2, 4
 SEED = 0  # torch.manual_seed of the random model: the same weights for everyone, every time
-_BUILDING = threading.Lock()  # the seed is global to the process: one random model at a time
+# torch's global generator is one for the whole process: every app thread that seeds it and draws from it (a random
+# model here, the Lesson's tiny run and linear probe, the Fine-tune page's model before training) holds this meanwhile
+_GLOBAL_RNG = threading.Lock()
+
+
+@contextmanager
+def global_rng(seed: int | None = None) -> Iterator[None]:
+    """torch's global generator for this thread alone while the block runs (seeded with `seed` if given), and put
+    back as it was afterwards: what the block draws is a pure function of the seed, and nobody else's changes."""
+    with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(seed)
+        yield
 
 
 def random_config(vocab_size: int, pad_token_id: int = 0, **sizes: int) -> BertConfig:
@@ -52,8 +66,7 @@ def random_config(vocab_size: int, pad_token_id: int = 0, **sizes: int) -> BertC
 
 def random_model(config: BertConfig) -> BertForPreTraining:
     """Hugging Face's `BertModel(config)`: embeddings, encoder, pooler, no heads, weights from seed 0."""
-    with _BUILDING, torch.random.fork_rng(devices=[]):  # leaves everyone else's random numbers alone
-        torch.manual_seed(SEED)
+    with global_rng(SEED):
         return BertForPreTraining(config, mlm_head=False, nsp_head=False).eval()
 
 

@@ -3,7 +3,8 @@
 A run's frames are the records of RUN/snapshots.jsonl (see pretrain/snapshots.py), one per
 checkpoint step; a run from before snapshots existed gets them from the checkpoints it kept.
 The shipped model's history is the same two files in its folder's history/, written by the
-run that trained it. Records are data from a file: a frame whose shapes do not add up is left out.
+run that trained it. Records are data from a file: a frame whose shapes do not add up, or that is not of
+the model's shape (its run.json or config.json), is left out, with a note.
 
 What each frame adds for the page: the role scores over the steps (and the step from which a head
 plays a role for good), word positions aligned from frame to frame so a word moves only as much
@@ -27,9 +28,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bertviz_lab import files
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import LabError
-from bertviz_lab.pretrain import checkpoints, process, publish, snapshots
+from bertviz_lab.pretrain import checkpoints, publish, records, snapshots
 from bertviz_lab.corpus.probes import PROBES
 from bertviz_lab.pretrain import heads
 from bertviz_lab.pretrain.heads import CLEAR, ROLE_NAMES
@@ -42,10 +44,10 @@ FORMED = 0.5  # a head "plays a role" once its score stays at or above this
 @dataclass(frozen=True)
 class TimeLapse:
     name: str
-    frames: list[dict]  # snapshot records, by step; every one checked (see `_checked`)
+    frames: list[dict]  # snapshot records, by step; every one checked (`_checked`), of the run's shape
     train: pd.DataFrame = field(default_factory=pd.DataFrame)  # step, mlm_loss, ...
     eval: pd.DataFrame = field(default_factory=pd.DataFrame)
-    note: str = ""  # where the frames came from, when not from the run's own snapshots
+    note: str = ""  # where the frames came from, when not from the run's own snapshots; frames left out
 
     @property
     def steps(self) -> list[int]:
@@ -101,8 +103,11 @@ def _chance(recorded, roles: dict, probes: list[dict]) -> dict[str, float]:
     return out
 
 
-def _frames(records: list[dict]) -> list[dict]:
-    frames = [f for f in map(_checked, records) if f is not None]
+def _frames(recorded: list[dict]) -> list[dict]:
+    return _consistent([f for f in map(_checked, recorded) if f is not None])
+
+
+def _consistent(frames: list[dict]) -> list[dict]:
     if frames:  # one model shape throughout (a folder reused for another run would mix two)
         L, H, texts = frames[-1]["layers"], frames[-1]["heads"], [p["text"] for p in frames[-1]["probes"]]
         frames = [f for f in frames if (f["layers"], f["heads"]) == (L, H)
@@ -110,20 +115,45 @@ def _frames(records: list[dict]) -> list[dict]:
     return frames
 
 
-def _curves(records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    train = pd.DataFrame([r for r in records if r.get("kind") == "train"])
-    held_out = pd.DataFrame([r for r in records if r.get("kind") == "eval"])
+def _curves(recorded: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    train = pd.DataFrame([r for r in recorded if r.get("kind") == "train"])
+    held_out = pd.DataFrame([r for r in recorded if r.get("kind") == "eval"])
     return train, held_out
 
 
+def _shape(path: Path, of_run: bool) -> snapshots.Shape | None:
+    """The model shape run.json's config (of_run) or a model's config.json gives; None when it says none."""
+    try:
+        data = files.read_json(path)
+    except LabError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    return snapshots.Shape.of_run(data.get("config")) if of_run else snapshots.Shape.of_model(data)
+
+
+def _snapshots(path: Path, shape: snapshots.Shape | None, settings: str) -> tuple[list[dict], str, str]:
+    """(frames, note, why): the checked frames of a snapshots.jsonl, what the page should say of how it was
+    read, and why none of its records is shown (empty when some are, or when it holds none). settings: the
+    file that gives the model's shape."""
+    if shape is None:
+        return [], "", f"the model settings in its {settings} cannot be read" if path.is_file() else ""
+    frames, note, refused = snapshots.load(path, shape, _checked)
+    frames = _consistent([f for f in frames if f is not None])
+    if frames:
+        return frames, _join(note, f"Snapshots not shown: {refused}." if refused else ""), ""
+    return [], note, refused or ("none of the records read is a snapshot" if note else "")
+
+
 def from_run(run_dir, name: str | None = None) -> TimeLapse:
-    """A run's frames: its snapshots, or (for an older run) snapshots taken now from the checkpoints it kept."""
+    """A run's frames: its snapshots (those of its model's shape), or (for an older run, or one whose
+    snapshots cannot be shown) snapshots taken now from the checkpoints it kept."""
     run_dir = Path(run_dir)
-    train, held_out = _curves(process.read_metrics(run_dir))
-    frames = _frames(snapshots.read(run_dir / snapshots.FILE))
-    note = ""
+    train, held_out = _curves(records.read_metrics(run_dir))
+    frames, note, why = _snapshots(run_dir / snapshots.FILE, _shape(run_dir / "run.json", of_run=True), "run.json")
+    whose = f"This run's snapshots cannot be shown: {why}" if why else "This run has no snapshots"
     if not frames:
-        records = []
+        taken = []
         for step, folder in checkpoints.kept(run_dir)[-MAX_BACKFILL:]:
             try:
                 ckpt = load_checkpoint(folder)
@@ -131,17 +161,27 @@ def from_run(run_dir, name: str | None = None) -> TimeLapse:
                 continue  # being written or pruned right now
             record = snapshots.take(ckpt.model, ckpt.tokenizer, step)
             if record is not None:
-                records.append(record)
-        frames = _frames(records)
-        note = f"This run has no snapshots; its {len(frames)} kept checkpoints were read instead." if frames else ""
-    return TimeLapse(name or run_dir.name, frames, train, held_out, note)
+                taken.append(record)
+        frames = _frames(taken)
+        if frames:
+            note = _join(note, f"{whose}; its {len(frames)} kept checkpoints were read instead.")
+        elif why:
+            note = _join(note, f"{whose}.")
+    return TimeLapse(name or run_dir.name, frames, train, held_out, _join(note, records.metrics_note(run_dir)))
 
 
 def from_history(model_dir, name: str | None = None) -> TimeLapse:
     """A shipped model's training history (history/ in its folder); no frames when it has none."""
     folder = Path(model_dir) / HISTORY
-    train, held_out = _curves(process.read_metrics(folder))
-    return TimeLapse(name or Path(model_dir).name, _frames(snapshots.read(folder / snapshots.FILE)), train, held_out)
+    train, held_out = _curves(records.read_metrics(folder))
+    shape = _shape(Path(model_dir) / "config.json", of_run=False)
+    frames, note, why = _snapshots(folder / snapshots.FILE, shape, "config.json")
+    note = _join(note, f"This model's snapshots cannot be shown: {why}." if why else "", records.metrics_note(folder))
+    return TimeLapse(name or Path(model_dir).name, frames, train, held_out, note)
+
+
+def _join(*notes: str) -> str:
+    return " ".join(n.strip() for n in notes if n.strip())
 
 
 def role_series(lapse: TimeLapse, role: str) -> np.ndarray:
