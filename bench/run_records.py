@@ -72,9 +72,10 @@ def child(page: str, run: str, traced: bool, before: str) -> None:
                                     check=True).stdout
             space = dict(vars(module))
             exec(compile(source, path, "exec"), space)  # noqa: S102 - our own file at another commit
-            name = "read_metrics" if module is process else "read"
-            setattr(module, name, space[name])
-        records.read_metrics = process.read_metrics
+            if module is process:
+                records.read_metrics = space["read_metrics"]
+            else:
+                snapshots.read = space["read"]
         records.metrics_note = lambda run_dir: ""
         vt._snapshots = lambda path, shape, settings: (vt._frames(snapshots.read(path)), "", "")
 

@@ -127,10 +127,6 @@ def verified(pid: int | None, started: float | None, name: str) -> psutil.Proces
         return None
 
 
-# --- The metrics file ----------------------------------------------------------------------------
-read_metrics = records.read_metrics  # only for publish.py's import: call records.read_metrics
-
-
 # --- The train command ---------------------------------------------------------------------------
 def tune_allocator() -> bool:
     """Let glibc keep freed memory for reuse instead of returning it to the OS.

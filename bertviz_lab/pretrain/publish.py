@@ -26,7 +26,7 @@ from bertviz_lab.errors import CheckpointError
 from bertviz_lab.pretrain import snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
-from bertviz_lab.pretrain.process import read_metrics
+from bertviz_lab.pretrain.records import read_metrics
 
 HISTORY = "history"
 TRAIN_EVERY = 5  # train records kept in the history: one step in five (the curve looks the same)

@@ -16,8 +16,8 @@ METRICS_CAP, 8 MiB, holds 30,000-45,000 records, six times all of a 5,000-step r
 trainer rewrites the file at about a quarter of the cap (`shrink_metrics`: 0.4 s on 2 cores, once per
 25,000 steps or so), keeping every eval and checkpoint record and train records on an even stride.
 A reader keeps MAX_RECORDS at most (about 30 MB) and reads a file above SLACK caps from its last 16 MiB. A
-200 MB file left in a run folder cost the Pretrain page 0.48 s and 47 MB read from its last 8 MiB (14.4 s and
-1.46 GB read whole), a refresh after 5 new lines 0.05 s (`python -m bench.run_records`, 2 cores, medians of 3).
+200 MB file left in a run folder cost the Pretrain page 0.65 s and 50 MB read from its last 16 MiB (9.3 s and
+1.46 GB read whole), a refresh after 5 new lines 0.04 s (`python -m bench.run_records`, 2026-11-25, 2 cores).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ and the others evenly spread). The default run (tiny 2 x 2, 600 steps) writes 13
 the shipped mini's 5,000 steps 19 of 115 kB (2.17 MB); 128 frames is a 5,000-step run with a checkpoint
 every 40 steps, and 64 MiB holds 128 frames of a model with four times mini's heads. Readers index
 the lines of a file's last two caps by the step at their start (`SnapshotLog`) and parse only the frames
-they keep (200 MB of snapshots and of metrics, read from their last cap: the Time-lapse page's first read
-0.61 s and 51 MB, 19.0 s and 1.48 GB when read whole; `python -m bench.run_records`); a frame of another
+they keep (200 MB of snapshots and of metrics, read from their last two caps: the Time-lapse page's first read
+0.94 s and 60 MB, 13.7 s and 1.48 GB when read whole; `python -m bench.run_records`, 2026-11-25); a frame of another
 model shape than the run's (`Shape`) is left out with a note. The writer's rewrites read the whole file.
 """
 
