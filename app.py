@@ -16,6 +16,7 @@ from bertviz_lab.ui.handout import handout_button
 from bertviz_lab.ui.models import sidebar
 from bertviz_lab.ui.router import ensure_router, routing
 from bertviz_lab.ui.share import share_box
+from bertviz_lab.ui.state import Classroom
 from bertviz_lab.ui.turns import my_turn
 
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
@@ -49,9 +50,10 @@ with my_turn():  # at most two sessions compute at once; the others wait in line
         query, left_out = links.publish(page.url_path, notes, projector.on())
         if projector.on():
             bar = toolbar.container(horizontal=True, horizontal_alignment="right")
-            box = bar.popover("Share this view", icon=":material/qr_code_2:")
+            box = bar.popover("Share this view", icon=":material/qr_code_2:", key=Classroom.SHARE_OPEN.name,
+                              on_change="rerun")  # keyed: "Show the QR code full screen" closes it
         else:
             box = st.sidebar.expander("Share this view", icon=":material/share:")
-        handout_button(box, page.title, share_box(box, page.url_path, query, left_out))  # this view and the others
+        handout_button(box, page.title, share_box(box, page.url_path, query, left_out, projector.on()))  # and others'
         if projector.on():
             bar.button("Leave projector view", icon=":material/close_fullscreen:", on_click=projector.leave)

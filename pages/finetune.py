@@ -23,7 +23,8 @@ st.caption("Pretraining taught BERT the language of its corpus; fine-tuning teac
 all_runs = runs.list_runs()
 with st.expander("Start a new run", expanded=not all_runs, icon=":material/add:"):
     st.caption("Try the same task twice: from the pretrained model and from random weights of the same size. "
-               "The defaults take a minute or two on a laptop; every value is checked before anything starts.")
+               "The defaults take a minute or two on a laptop, the class demo settings about half a minute; every "
+               "value is checked before anything starts.")
     started = ui.run_form(sum(r.active for r in all_runs))
 if started is not None:
     st.toast(f"Started {started.name}", icon=":material/play_arrow:")

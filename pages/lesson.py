@@ -8,9 +8,11 @@ the score counts the revealed answers.
 
 import streamlit as st
 
-from bertviz_lab.ui.lesson import score_bar, shown_errors, stepper
+from bertviz_lab.ui import projector, state
+from bertviz_lab.ui.lesson import Frame, header, nav, shown_errors
 from bertviz_lab.ui.lesson_steps import STEPS
 from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.state import Lesson as K
 from bertviz_lab.ui.widgets import family_note
 from bertviz_lab.views.lesson import STEPS as TITLES
 
@@ -62,22 +64,25 @@ INTRO = (
     "input's last-layer vectors, averaged), so it measures what the vectors already hold. Does pretraining "
     "help, compared with the same network with random weights?",
     # 10. Contextual vectors
-    "Layer 0 is the embedding layer's output, what layer 1 reads: a token's row plus its position's vector (and "
-    "its segment's, where the model has them), normalized, and projected to the layers' width where the "
-    "embeddings have another. So at layer 0 a word's vector depends only on the token and where it stands, not "
-    "on the words around it. Each layer then mixes in the context. Compare one word in three sentences, two in "
-    "one sense and one in another, by cosine similarity within a layer: each layer has its own geometry, so "
-    "cosines from different layers do not compare.",
+    "Layer 0 is the embedding layer's output, what layer 1 reads; each layer after it computes a new vector for "
+    "every token. Compare one word in three sentences, two in one sense and one in another, by cosine similarity "
+    "within a layer: each layer has its own geometry, so cosines from different layers do not compare.",
 )
 
-st.title("Lesson: how BERT works")
-st.caption("Ten steps through BERT, each with a question to answer before the model shows its own answer, "
-           "computed live from the active model.")
+if not projector.on():  # projector view: the top bar names the page, and every line counts at 1024 x 768
+    st.title("Lesson: how BERT works")
+    st.caption("Ten steps through BERT, each with a question to answer before the model shows its own answer, "
+               "computed live from the active model.")
 ckpt = active_model()
 family_note(ckpt)
-step = stepper()
-score_bar()
-st.subheader(f"{step}. {TITLES[step - 1]}")
-st.markdown(INTRO[step - 1])
-with shown_errors():  # bad input or a missing head: a sentence saying so, and the lesson goes on
-    STEPS[step - 1](ckpt)
+step = header()
+left, right = st.columns([3, 2], gap="medium")  # the question on the right, on the first screen
+if not projector.on():  # projector view: the step picker above names the step
+    left.subheader(f"{step}. {TITLES[step - 1]}")
+lead = left.container()
+read = left.expander("About this step", expanded=step not in state.get(K.ANSWERS), icon=":material/menu_book:")
+read.markdown(INTRO[step - 1])
+frame = Frame(lead, left.container(), right.container(), right.container(horizontal=True), st.container())
+with frame.ask, shown_errors():  # bad input or a missing head: a sentence saying so, and the lesson goes on
+    STEPS[step - 1](ckpt, frame)
+nav(frame.bar)

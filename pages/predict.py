@@ -10,7 +10,7 @@ import streamlit as st
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
 from bertviz_lab.ui import widgets
 from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.reading import what_bert_reads
+from bertviz_lab.ui.reading import guesses_line, what_bert_reads
 from bertviz_lab.ui.replaced import replaced_tokens
 from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Predict as K  # this page's session-state keys
@@ -23,6 +23,7 @@ MAX_STEPS = 8  # left-to-right passes; the last one fills every mask still open
 COLUMNS = {"probability": st.column_config.ProgressColumn("probability", format="%.4f", min_value=0, max_value=1),
            "logit": number("%.3f", "logit")}
 ROW_COLUMNS = {"p (independent)": number("%.4f"), "p (left-to-right)": number("%.4f"), "probability": number("%.4f")}
+
 
 st.title("Mask & predict")
 st.caption("BERT learned by guessing hidden words. Hide some — type [MASK] or click words below — "
@@ -40,6 +41,7 @@ family_note(ckpt, what="")
 
 text_a, text_b = sentence_inputs(K.SENTENCES, ckpt.config)
 encoding = encode_or_stop(ckpt, text_a, text_b)
+answer = st.empty()  # the top guesses, filled once they are computed
 clickable = {w.label: w.index for w in inputs.words(encoding, text_a, text_b, ckpt.tokenizer.mask_token)
              if not w.is_mask}
 chosen = []
@@ -47,18 +49,18 @@ if clickable:
     chosen = st.pills("Click words to hide them from BERT", list(clickable), selection_mode="multi",
                       format_func=plain, key=K.WORDS.name,
                       help="Every piece of a clicked word becomes [MASK] (whole-word masking).")
-left, middle, right = st.columns(3)
+left, right = st.columns(2)
 top_k = left.slider("Top-k candidates", 1, min(20, ckpt.tokenizer.vocab_size), K.TOP_K.default, key=K.TOP_K.name)
-temperature = middle.slider("Temperature of the output softmax", 0.1, 3.0, K.TEMPERATURE.default, 0.1,
-                            key=K.TEMPERATURE.name,
-                            help="The logits are divided by it before the softmax: below 1 sharpens the "
-                                 "probabilities, above 1 flattens them. The ranking never changes.")
-causal = right.toggle("Left context only (causal ablation)", key=K.CAUSAL.name,
-                      help="Run this same bidirectional model with a causal attention mask: an ablation, not a "
-                           "left-to-right model.")
+temperature = right.slider("Temperature of the output softmax", 0.1, 3.0, K.TEMPERATURE.default, 0.1,
+                           key=K.TEMPERATURE.name,
+                           help="The logits are divided by it before the softmax: below 1 sharpens the "
+                                "probabilities, above 1 flattens them. The ranking never changes.")
+causal = st.toggle("Left context only (causal ablation)", key=K.CAUSAL.name,
+                   help="Run this same bidirectional model with a causal attention mask: an ablation, not a "
+                        "left-to-right model.")
 if causal:
     st.warning("Ablation, out of distribution: every token now sees only itself and the words on its left. This "
-               "BERT was trained to read both ways and never saw a causal mask, so these guesses show what it does "
+               "model was trained to read both ways and never saw a causal mask, so these guesses show what it does "
                "with its right context cut off, not what a left-to-right model (one trained that way, like GPT) "
                "would predict.")
 if temperature != 1:
@@ -72,6 +74,7 @@ except predict.NothingMasked:
     st.info("Nothing is hidden yet. Type [MASK] where a word should be guessed, or click words above to mask them.")
     end_page()
 masks = report.independent.masks
+answer.markdown(guesses_line(report, temperature, MAX_DETAILED))
 ROW_COLUMNS[report.entropy_column] = number("%.3f")
 
 what_bert_reads(ckpt, report.encoding, text_a, text_b)

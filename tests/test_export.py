@@ -110,6 +110,9 @@ CASES = {
                                                    reference=(0.5, "chance")),
                            lambda t: t["y"].tolist() == ["cat", "a <dog>"] and t["x"].tolist() == [0.75, 0.25]
                            and t["text"].tolist() == ["0.750", "0.250"]),
+    "lesson.labelled_grid": (lambda: fle.labelled_grid(fa.attention_grid(np.stack([[W, W * 2], [W * 3, W * 4]]), LABELS,
+                                                                          LABELS, np.array([[True, True], [True, False]]),
+                                                                          "g"), 2, 2), check_grid),  # labels only
     "lesson.with_level": (lambda: fle.with_level(ftr.loss_curves(CURVES), 4.6, "ln V"),
                           lambda t: t["y"].tolist() == [3.0, 2.5] and len(t) == 2),  # the level is a line, not data
     "lesson.training_loss": (lambda: fle.training_loss(CURVES["run"].train, CURVES["run"].eval, 4.6, 60),
@@ -160,6 +163,9 @@ CASES = {
                              and column(t, "x label", trace="L0 H1") == ["0", "10", "100"]),
     "timelapse.word_map": (lambda: ft.word_map(np.array([[0.5, -1.0]]), ["<cat>"], ["animals"], "w"),
                            lambda t: t[["x", "y"]].values.tolist() == [[0.5, -1.0]] and t["text"].tolist() == ["<cat>"]),
+    "timelapse.fixed_probability_axis": (lambda: ft.fixed_probability_axis(fp.prediction_bars(
+        [{"token": "mat", "probability": 0.5, "logit": 3.25}, {"token": "<b>", "probability": 0.25, "logit": 1.0}]), 0.75),
+        lambda t: t["y"].tolist() == ["mat", "<b>"] and t["x"].tolist() == [0.5, 0.25]),  # the axis, not the data
     "timelapse.mark_step": (lambda: ft.mark_step(ftr.loss_curves(CURVES), 1),
                             lambda t: column(t, "y", trace="train") == [3.0] and column(t, "y", trace="held-out") == [2.5]),
     "training.loss_curves": (lambda: ftr.loss_curves(CURVES), lambda t: t["y"].tolist() == [3.0, 2.5]),

@@ -116,7 +116,8 @@ def test_masking_frequencies_match_15_80_10_10(tiny_tokenizer):
     assert table["count"][1:].sum() == table["count"][0]  # every picked token got exactly one action
     # The SE estimated from the draws agrees with the rule's at 20,000 draws.
     assert table["se_draws"].to_numpy() == pytest.approx(table["se_rule"].to_numpy(), rel=0.1)
-    assert table["inside"].tolist() == list((table["low"] <= table["empirical"]) & (table["empirical"] <= table["high"]))
+    inside = (table["low"] <= table["empirical"]) & (table["empirical"] <= table["high"])
+    assert table["inside"].tolist() == list(inside)
     assert (table["high"] - table["expected"]).to_numpy() == pytest.approx(1.96 * table["se_rule"].to_numpy(), rel=1e-3)
 
 

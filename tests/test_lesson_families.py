@@ -1,6 +1,7 @@
 """The Lesson's sentences on every family's random checkpoint (tests/family_models.py): the framing step 1 shows
 is the tokenizer's own, the previous-token step names a head only where one clearly does it, the contextual step
-says what layer 0 can tell, and the embedding step finds its options."""
+says what layer 0 can tell, the embedding step finds its options among the tokenizer's own entries, and step 7
+writes sentence B as the model reads it."""
 
 from __future__ import annotations
 
@@ -63,15 +64,58 @@ def test_the_contextual_step_says_what_layer_0_can_tell(member):
     assert np.isfinite(table[[vlv.SAME, vlv.OTHER]].to_numpy()).all()
 
 
-def test_the_pronoun_head_and_the_embedding_question_work_for_every_family(member):
+def whole_words(tokenizer) -> dict[str, int]:
+    """The vocabulary's entries that are a word of two letters or more, read as that one entry between two spaces
+    (`Ġthe`, `▁the`, `the`), as the class types them, with their ids: the family's own tokenizer decides."""
+    def read(text: str) -> list[int]:
+        encoding = tokenizer.encode(text)
+        return [i for i, s in zip(encoding.ids, encoding.sequence_ids) if s is not None]  # no special tokens
+
+    dots, found = read(". ."), {}
+    for i, token in enumerate(tokenizer.vocab):
+        word = vlv.shown(token)
+        between = read(f". {word} .")
+        if len(word) > 1 and word.isascii() and word.isalpha() and i in between:
+            between.remove(i)
+            if between == dots:  # the word is this one entry there, the dots around it as they are alone
+                found.setdefault(word, i)
+    return found
+
+
+def test_the_pronoun_head_and_the_embedding_question_work_for_every_family(member, monkeypatch):
     _, _, ckpt = member
-    found = vlh.pronoun_heads(ckpt.model, ckpt.tokenizer, ATTENTION)
+    model, tokenizer = ckpt.model, ckpt.tokenizer
+    found = vlh.pronoun_heads(model, tokenizer, ATTENTION)
     if found is not None:
         assert found.scores.shape[1:] == (ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads)
-    encoding = inputs.encode(ckpt.tokenizer, ckpt.model, "the cat sat on the [MASK] .")
-    words = vlv.embedding_words(encoding, ckpt.tokenizer)
-    quiz, options, _ = vlv.embeddings(ckpt.model, ckpt.tokenizer, vlv.content_word(words))
-    assert len(set(quiz.question.options)) == 4 and quiz.answer == options["token"][0]
+    whole = whole_words(tokenizer)
+    kind, stranger = list(whole)[:vlv.OPTIONS + 1], list(whole)[vlv.OPTIONS + 1]  # each of kind has OPTIONS kin
+    monkeypatch.setattr(vlv, "kin", lambda word: [w for w in kind if w != word] if word in kind else [])
+    encoding = inputs.encode(tokenizer, model, ". " + " ".join([*kind, stranger]) + " .")  # every word after a space
+    words = vlv.askable_words(encoding, tokenizer)
+    assert words and {vlv.shown(w) for w in words} <= set(kind)  # this family's own entries, its marks and all
+    rows = model.bert.embeddings.word_embeddings.weight.detach().float().numpy()  # (V, d)
+    unit = {w: rows[i] / np.linalg.norm(rows[i]) for w, i in whole.items()}
+    for word in words:  # options of the word's own kind, OPTIONS of them; the answer the nearest row
+        quiz, options, _ = vlv.embeddings(model, tokenizer, word)
+        assert set(quiz.question.options) <= set(kind) - {vlv.shown(word)}
+        assert len(set(quiz.question.options)) == vlv.OPTIONS
+        cosine = {o: float(unit[o] @ unit[vlv.shown(word)]) for o in quiz.question.options}
+        assert quiz.answer == max(cosine, key=cosine.get) == options["token"][0]
+    unasked = set(vlv.embedding_words(encoding, tokenizer)) - set(words)
+    assert vlv.shown(stranger) in {vlv.shown(w) for w in unasked}
+    for word in unasked:
+        with pytest.raises(InputError, match="kind"):
+            vlv.embeddings(model, tokenizer, word)
+
+
+def test_step_7_writes_sentence_b_as_this_model_reads_it(member):
+    _, _, ckpt = member
+    tokenizer = ckpt.tokenizer
+    typed = "The Cat sat on the mat."
+    assert tokenizer.encode(vl.spaced(typed, tokenizer)).ids == tokenizer.encode("The Cat sat on the mat .").ids
+    folds = tokenizer.encode("The Cat sat").ids == tokenizer.encode("the cat sat").ids  # this model lower-cases
+    assert vl.lowers(tokenizer) == folds and ("in lower case" in vl.written_note(tokenizer)) == folds
 
 
 def test_the_lesson_page_shows_robertas_own_framing(tmp_path):

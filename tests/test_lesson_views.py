@@ -1,33 +1,34 @@
 """views/lesson.py, lesson_vectors.py and lesson_runs.py on tiny models: each question's answer against the model's
 own numbers, computed here another way, the options it is asked with, the near ties it accepts and the questions
-it does not score (the head steps, views/lesson_heads.py, in tests/test_lesson_heads.py)."""
+it does not score (the head steps, views/lesson_heads.py, in tests/test_lesson_heads.py; the embedding step in
+tests/test_lesson_embeddings.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import threading
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import vocab_of_size
 
-from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.corpus import lexicon
+from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import InputError
 from bertviz_lab.pretrain.loop import EVAL_STREAM, Trainer
 from bertviz_lab.views import inputs, predict
 from bertviz_lab.views import lesson as vl
 from bertviz_lab.views import lesson_runs as runs
 from bertviz_lab.views import lesson_vectors as vlv
+from bertviz_lab.views import losses as lv
 from bertviz_lab.views import representations as rv
 from bertviz_lab.views import shapes
 
 CAT = "the cat sat on the [MASK] ."
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def encoded(model, tokenizer, text: str, text_b: str | None = None):
@@ -52,40 +53,6 @@ def test_options_are_shuffled_the_same_way_every_time_and_repeated_tokens_keep_t
     first, again, other = vl.shuffled(options, "a"), vl.shuffled(options, "a"), vl.shuffled(options, "b")
     assert first == again and sorted(first) == options and first != tuple(options) and other != first
     assert vl.token_options(["[CLS]", "the", "cat", "the", "[SEP]"]) == ["[CLS]", "the (1)", "cat", "the (3)", "[SEP]"]
-
-
-def test_the_embedding_answer_is_the_option_whose_row_is_nearest(tiny_model, tiny_tokenizer):
-    words = vlv.embedding_words(encoded(tiny_model, tiny_tokenizer, CAT), tiny_tokenizer)
-    assert words == ["the", "cat", "sat", "on"] and vlv.content_word(words) == "cat"
-    quiz, options, nearest = vlv.embeddings(tiny_model, tiny_tokenizer, "cat")
-    table = tiny_model.bert.embeddings.word_embeddings.weight.detach()
-    unit = torch.nn.functional.normalize(table, dim=-1)
-    cosine = {t: float(unit[tiny_tokenizer.token_to_id(t)] @ unit[tiny_tokenizer.token_to_id("cat")])
-              for t in quiz.question.options}
-    assert len(set(quiz.question.options)) == 4 and "cat" not in quiz.question.options
-    assert "nearest whole word and three from ever farther" in quiz.why  # the tiny vocabulary has one pet: "dog"
-    assert quiz.answer == max(cosine, key=cosine.get)
-    assert options["cosine"].tolist() == pytest.approx(sorted(cosine.values(), reverse=True), abs=1e-5)
-    assert nearest["cosine"].iloc[0] >= cosine[quiz.answer] - 1e-6  # the nearest row of all, words or not
-    with pytest.raises(InputError):
-        vlv.embeddings(tiny_model, tiny_tokenizer, "zebra")  # not in the tiny vocabulary
-
-
-def test_the_embedding_options_are_words_of_the_same_kind_where_the_story_world_has_them():
-    assert vlv.kin("cat") == [w for w in lexicon.PETS.split() if w != "cat"]
-    assert "mouse" in vlv.kin("rat") and "mice" not in vlv.kin("rat") and vlv.kin("sat") == []
-    shipped = load_checkpoint(ROOT / "checkpoints" / "bertviz-mini")
-    quiz, options, _ = vlv.embeddings(shipped.model, shipped.tokenizer, "cat")
-    assert set(quiz.question.options) <= set(vlv.kin("cat")) and len(quiz.question.options) == 4  # pets, all four
-    table = torch.nn.functional.normalize(shipped.model.bert.embeddings.word_embeddings.weight.detach(), dim=-1)
-    cosine = {w: float(table[shipped.tokenizer.token_to_id(w)] @ table[shipped.tokenizer.token_to_id("cat")])
-              for w in vlv.kin("cat")}
-    assert quiz.answer == max(cosine, key=cosine.get)  # the nearest pet of all, not only of the four shown
-    assert options["cosine"].tolist() == pytest.approx(sorted((cosine[w] for w in quiz.question.options),
-                                                              reverse=True), abs=1e-5)
-    assert "same kind as “cat”" in quiz.why and "dog, puppy" in quiz.why
-    others = sorted(cosine[w] for w in quiz.question.options)[:3]
-    assert max(others) <= cosine[quiz.answer] - vl.NEAR and quiz.scored and not quiz.also  # clear of a near tie
 
 
 def test_a_runner_up_within_the_margin_is_a_near_tie_and_three_close_ones_are_not_scored():
@@ -153,6 +120,25 @@ def test_next_sentence_compares_p_is_next_of_the_true_and_a_random_b(tiny_model,
         vl.next_sentence(tiny_model, tiny_tokenizer, a, " ")
 
 
+def test_the_random_sentence_b_is_never_the_typed_one_however_it_is_spaced(tiny_model, tiny_tokenizer):
+    drawn = lv.random_sentence(vl.SEED)  # the seed's own draw, as the corpus writes it ("... the cave.")
+    for typed in (drawn, drawn.capitalize(), drawn.replace(".", " .")):  # written alike, all three
+        quiz, table = vl.next_sentence(tiny_model, tiny_tokenizer, "the cat sat .", typed)
+        assert table["sentence B"].tolist() == [vl.spaced(drawn, tiny_tokenizer),  # the next seed's draw instead
+                                                vl.spaced(lv.random_sentence(vl.SEED + 1), tiny_tokenizer)]
+        assert len(set(quiz.question.options)) == 2
+
+
+def test_a_cased_model_reads_sentence_b_with_the_capitals_typed(tiny_model):
+    cased = WordPieceTokenizer.from_vocab(vocab_of_size(100), lowercase=False)
+    quiz, table = vl.next_sentence(tiny_model, cased, "the cat sat .", "It was tired.")
+    assert table["sentence B"][0] == "It was tired ." and vl.spaced("It was tired.", cased) == "It was tired ."
+    _, out = forward(tiny_model, cased, "the cat sat .", "It was tired .")  # "It": [UNK] to this vocabulary
+    assert table["P(IsNext)"][0] == pytest.approx(float(out.nsp_logits[0].softmax(-1)[0]), rel=1e-5)
+    assert "capitals as typed" in vl.written_note(cased) and "lower case" not in vl.written_note(cased)
+    assert "in lower case" in vl.written_note(WordPieceTokenizer.from_vocab(vocab_of_size(100)))
+
+
 def test_steps_that_need_a_missing_head_say_which(tiny_config, tiny_tokenizer):
     bare = BertForPreTraining(tiny_config, mlm_head=False, nsp_head=False).eval()
     enc = encoded(bare, tiny_tokenizer, CAT)
@@ -210,7 +196,8 @@ def test_equal_layer_0_cosines_are_called_equal_and_every_answer_they_accept_is_
     assert "sentence 2's and sentence 3's “bank” are one vector: the same token at the same position 5" in quiz.why
     assert "the two cosines are equal there" in quiz.why and "near tie" not in quiz.why
     assert quiz.answer == vlv.CLOSER[(False, True)] and quiz.also == (vlv.CLOSER[(True, True)],)
-    assert f"Each of these answers counts: “{vlv.CLOSER[(True, True)]}” and “{vlv.CLOSER[(False, True)]}”" in quiz.why
+    both = f"“{vlv.CLOSER[(True, True)]}” and “{vlv.CLOSER[(False, True)]}”"
+    assert f"Each of these answers counts: {both}" in quiz.why
 
 
 def test_a_near_tie_at_layer_0_is_put_down_to_position_and_names_the_answers_it_accepts(monkeypatch):
@@ -244,14 +231,15 @@ def test_the_score_counts_right_answers_of_the_revealed_steps():
 
 def test_the_start_loss_options_are_of_one_form_and_give_nothing_away():
     question, levels = runs.start_question(2171)
-    assert question.options == ("about 7.7", "about 3", "about 1", "about 0")  # ln 2,171 = 7.68
-    assert levels["about 7.7"] == math.log(2171) and "2,171" in question.prompt
+    assert question.options == ("about 11.5", "about 7.7", "about 3.5", "about 0.8")  # ln 2,171 = 7.68
+    assert levels["about 7.7"] == pytest.approx(math.log(2171)) and "2,171" in question.prompt
+    assert all(re.fullmatch(r"about \d+\.\d", option) for option in question.options)  # one decimal, every one
     assert not any("ln" in option or "V" in option for option in question.options)
     assert runs.start_loss(2171, [{"step": 0, "mlm_loss": 7.9}, {"step": 60, "mlm_loss": 6.0}]).answer == "about 7.7"
-    assert runs.start_loss(2171, [{"step": 0, "mlm_loss": 1.2}]).answer == "about 1"
-    assert runs.start_loss(2171, [{"step": 0, "mlm_loss": 0.3}]).answer == "about 0"
-    small, _ = runs.start_question(20)  # ln 20 = 3.0: the level 3 would repeat it, so it is left out
-    assert small.options == ("about 3", "about 1", "about 0")
+    assert runs.start_loss(2171, [{"step": 0, "mlm_loss": 1.2}]).answer == "about 0.8"
+    assert runs.start_loss(2171, [{"step": 0, "mlm_loss": 12.0}]).answer == "about 11.5"
+    small, _ = runs.start_question(20)  # ln 20 = 3.0: its options scale with it
+    assert small.options == ("about 4.5", "about 3.0", "about 1.3", "about 0.3")
 
 
 def test_the_run_is_set_against_a_guess_by_the_corpuss_token_frequencies(monkeypatch):

@@ -22,6 +22,7 @@ from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import TASK_FILE, builtin_tokenizer
 from bertviz_lab.pretrain import runs
+from bertviz_lab.ui.models import DEFAULT_CHECKPOINT
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import finetune_dev as fd
 from bertviz_lab.views.finetune_dev import MAX_WORDS
@@ -78,7 +79,7 @@ def charts(at: AppTest, title: str) -> list[dict]:
 
 def table(at: AppTest, column: str):
     """The first table with this column (AppTest does not report a dataframe's key)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    return next(d.value for d in [*at.dataframe, *at.table] if column in d.value.columns)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -156,7 +157,7 @@ def test_renders_with_no_runs_and_offers_the_shipped_model(empty):
     assert not at.exception and not at.error
     assert "No fine-tuning runs yet" in at.info[0].value
     assert at.selectbox(key="finetune.start").options == ["bertviz-mini (shipped)"]
-    assert at.dataframe[0].value.columns.tolist() == ["text", "text_b", "label"]  # coherence's example rows
+    assert at.table[0].value.columns.tolist() == ["text", "text_b", "label"]  # coherence's example rows, wrapped
 
 
 @pytest.mark.parametrize("raw, words", [
@@ -188,6 +189,28 @@ def test_start_without_a_csv_or_with_a_bad_number_is_refused(empty):
     (error,) = at.error
     assert error.value.startswith("**Steps**: steps must be")
     assert list(empty.iterdir()) == []
+
+
+def test_class_demo_settings_are_the_defaults_with_fewer_steps_and_start_that_run(empty):
+    pretrain_run(empty, "tiny-pre")  # a second starting point: the demo goes back to the shipped model it was timed on
+    at = page()
+    at.selectbox(key="finetune.start").set_value("run tiny-pre step 10")
+    at.radio(key="finetune.task").set_value("acceptability")
+    at.radio(key="finetune.weights").set_value("random")
+    at.number_input(key="finetune.steps").set_value(500).run()
+    assert at.button(key="finetune.demo").label == "Class demo settings (60 steps)"
+    at.button(key="finetune.demo").click().run()
+    assert not at.exception and not at.error
+    assert at.radio(key="finetune.task").value == "coherence" and at.radio(key="finetune.weights").value == "pretrained"
+    assert at.selectbox(key="finetune.start").value == "bertviz-mini (shipped)"
+    shown = {name: at.number_input(key=f"finetune.{name}").value for name in vf.FIELDS}
+    assert shown == vf.CLASS_DEMO and shown["steps"] < vf.DEFAULTS["steps"]
+    assert {n: v for n, v in shown.items() if n != "steps"} == {n: vf.DEFAULTS[n] for n in vf.FIELDS if n != "steps"}
+    at.button(key="finetune.go").click().run()
+    (run,) = [r for r in runs.list_runs(empty) if r.name != "tiny-pre"]
+    runs.stop(run.path, timeout=30)
+    assert (run.config["steps"], run.config["task"], run.config["freeze_encoder"]) == (60, "coherence", False)
+    assert Path(run.config["checkpoint"]).resolve() == DEFAULT_CHECKPOINT.resolve()
 
 
 def test_a_good_csv_is_saved_under_uploads_when_the_run_starts(empty):

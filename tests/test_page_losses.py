@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
 from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.ui import tables
 from bertviz_lab.views import inputs, masking_stats
 from bertviz_lab.views import losses as lesson
 
@@ -70,13 +72,27 @@ def test_next_walks_through_every_step_and_back_returns():
 
 def test_the_tokens_step_says_how_bert_frames_a_pair_and_marks_its_segments(shipped):
     at = page()
-    step = next(c.value for c in at.caption if c.value.startswith("The tokenizer splits")).replace("\\", "")  # Markdown escapes
+    step = next(c.value for c in at.caption if c.value.startswith("The tokenizer splits"))
+    step = step.replace("\\", "")  # Markdown escapes
     assert step == ("The tokenizer splits the text into WordPiece tokens and frames a pair as [CLS] A [SEP] B [SEP]. "
                     "Segment A = 0, segment B = 1.")
     assert list(at.dataframe[0].value.index) == ["token", "id", "segment"]
     pair = at.toggle(key="losses.pair")
     assert pair.label == "Add a second sentence" and "sentence B's segment 1" in pair.help
     assert lesson.framing(shipped.tokenizer) == "[CLS] A [SEP] B [SEP]"
+
+
+def test_the_token_tables_come_in_pieces_that_fit_a_projector(shipped):
+    at = page()
+    w = engine(shipped, seed=0)  # 16 tokens: more than one piece holds
+    pieces = [df.value for df in at.dataframe if "token" in df.value.index]  # rows: token, id, segment
+    assert len(pieces) == math.ceil(len(w.tokens) / tables.POSITIONS_PER_PIECE) >= 2
+    assert all(len(piece.columns) <= tables.POSITIONS_PER_PIECE for piece in pieces)
+    assert [c for piece in pieces for c in piece.columns] == [str(i) for i in range(len(w.tokens))]
+    assert [t for piece in pieces for t in piece.loc["token"]] == w.tokens
+    at.button(key="losses.next").click().run()  # the positions to pick: the same pieces
+    assert [list(df.value.columns) for df in at.dataframe if "picked" in df.value.index] == \
+        [list(piece.columns) for piece in pieces]
 
 
 def test_show_all_shows_every_step_with_the_engines_numbers(shipped):

@@ -245,3 +245,8 @@ def test_a_hangul_filler_that_looks_like_a_space_is_named_and_writing_is_not():
                     "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 [MASK] .", "שלום [MASK] עולם"):
         at.text_area(key="predict.text_a").input(writing).run()
         assert not at.exception and not [i for i in at.info if "invisible" in i.value], writing
+
+
+def test_the_guesses_line_tells_small_probabilities_from_zero():
+    from bertviz_lab.views.predict import share
+    assert [share(p) for p in (0.26, 0.1, 0.05, 0.00046, 1e-7)] == ["26%", "10%", "5%", "0.046%", "< 0.001%"]

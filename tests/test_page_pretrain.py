@@ -237,3 +237,39 @@ def test_a_refused_resume_is_one_line_on_the_page(runs_dir):
     assert not at.exception
     assert any(w.value.startswith("run 'busy' is in use: process ") for w in at.warning)
     assert runs.read(folder).status == "failed"  # nothing started
+
+
+def test_a_warmup_as_long_as_the_run_is_said_and_a_longer_run_says_nothing(runs_dir):
+    at = submit(fill(page(), **{**TINY, "steps": 6, "warmup": 10}))
+    assert not at.error and not at.exception
+    (folder,) = run_folders(runs_dir)
+    notes = [w.value for w in at.warning if "the whole run is warmup" in w.value]
+    assert len(notes) == 1 and "Warmup (10 steps)" in notes[0] and "(6 steps)" in notes[0]
+    assert "climbs from 16.7% of its peak and reaches 100% of it only at the last step" in notes[0]  # 1/6, 6/6
+    wait_done(folder)
+    at = submit(fill(page(), **{**TINY, "steps": 6, "warmup": 2}))
+    assert not any("warmup" in w.value for w in at.warning)  # the newest run outlasts its warmup
+
+
+OTHER_PAGE = "import streamlit as st\nst.write('another page')\n"
+TWO_PAGES = ("import streamlit as st\n"
+             "st.navigation([st.Page({pretrain!r}, title='Pretrain live'), st.Page({other!r}, title='Other')]).run()\n")
+
+
+def test_the_form_keeps_what_was_entered_after_start_and_after_another_page(runs_dir, tmp_path):
+    other = tmp_path / "other.py"
+    other.write_text(OTHER_PAGE)
+    script = tmp_path / "app.py"
+    script.write_text(TWO_PAGES.format(pretrain=PAGE, other=str(other)))
+    at = AppTest.from_file(str(script), default_timeout=60).run()
+    entered = {**TINY, "steps": 7, "warmup": 3}
+    at = submit(fill(at, **entered))
+    assert not at.error and not at.exception and len(run_folders(runs_dir)) == 1
+    at.switch_page(str(other)).run()
+    assert at.markdown[0].value == "another page"
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    for name, value in entered.items():
+        widget = at.selectbox(key=f"pretrain.{name}") if name == "preset" else at.number_input(key=f"pretrain.{name}")
+        assert widget.value == value, name
+    assert at.number_input(key="pretrain.steps").value != TrainConfig().steps  # not the preset's 600

@@ -70,7 +70,7 @@ def test_a_short_run_from_the_page_gives_eight_frames_to_scrub_and_play(short_ru
     assert not errors(at)
     heads_table, guesses = at.dataframe[0].value, at.dataframe[1].value
     assert len(heads_table) == 4 and list(heads_table["distance"]) == sorted(heads_table["distance"], reverse=True)
-    assert list(guesses.columns[:3]) == ["sentence", "true word", "guess at 0"] and len(guesses) == 6
+    assert list(guesses.columns[:4]) == ["#", "true word", "guess at 0", "guess at 100"] and len(guesses) == 6
 
 
 def test_the_shipped_history_shows_the_previous_token_head_forming():

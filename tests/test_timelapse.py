@@ -138,5 +138,22 @@ def test_the_role_chart_says_its_frames_are_not_to_scale_and_draws_uniform_atten
 def test_the_word_map_note_gives_the_share_drawn_and_the_share_left_out():
     from bertviz_lab.ui.timelapse import word_map_note
 
-    note = word_map_note(25, 0.26)
+    note = word_map_note(25, 0.26, "Written out: the first word of each group (cat, sat).")
     assert "25 words" in note and "hold 26% of the variance" in note and "other 74%" in note
+    assert "Written out: the first word of each group (cat, sat). Point at a dot" in note
+
+
+def test_the_word_map_labels_are_the_ones_its_note_names():
+    from bertviz_lab.ui.timelapse import MAP_LABELS, map_labels
+
+    words, groups = ["cat", "dog", "sat", "ran", "the", "a"], ["animals"] * 2 + ["verbs"] * 2 + ["function"] * 2
+    labels, note = map_labels(words, groups, ["[CLS]", "the", "dog", "ran", ".", "[SEP]"])
+    assert labels == ["dog", "ran", "the"]
+    assert note == "Written out: the probe sentence's words on the map (dog, ran, the)."
+    labels, note = map_labels(words, groups, ["[CLS]", "a", "dog", "[SEP]"])  # fewer than 3: a word per group too
+    assert labels == ["dog", "a", "cat", "sat", "the"]
+    assert note == ("Written out: the probe sentence's words on the map (dog, a) and the first word of each group "
+                    "(cat, sat, the).")
+    many = [f"w{i}" for i in range(MAP_LABELS + 2)]
+    labels, note = map_labels(many, ["g"] * len(many), many)
+    assert labels == many[:MAP_LABELS] and note.endswith(f", the first {MAP_LABELS} of them.")

@@ -77,3 +77,21 @@ def with_level(fig: go.Figure, level: float, name: str) -> go.Figure:
     return fig.add_hline(y=level, line=dict(color=LEVEL_COLOR, dash="dash", width=2),
                          annotation_text=html.escape(name), annotation_position="top right",
                          annotation_font=dict(color=LEVEL_COLOR, size=13))
+
+
+GRID_TICKS = 11  # px: the token labels of the heads grid, small enough to fit a square (plotly thins the rest)
+
+
+def labelled_grid(fig: go.Figure, layers: int, heads: int) -> go.Figure:
+    """A copy of `figures.attention.attention_grid`'s figure with token labels where they fit: the queries left of
+    the first head of each layer, the keys under the last layer's squares; short enough (about 440 px, 15% more on a
+    projector) to sit beside the question on one 1024 x 768 screen."""
+    square = max(48, 350 // layers)  # px per layer's row
+    out = go.Figure(fig)
+    for n in range(1, layers * heads + 1):
+        layer, head = divmod(n - 1, heads)
+        suffix = "" if n == 1 else str(n)
+        out.layout[f"yaxis{suffix}"].update(showticklabels=head == 0, tickfont_size=GRID_TICKS)
+        out.layout[f"xaxis{suffix}"].update(showticklabels=layer == layers - 1, tickfont_size=GRID_TICKS,
+                                            tickangle=-90)
+    return out.update_layout(height=90 + square * layers, margin_b=80)

@@ -16,6 +16,11 @@ from bertviz_lab.figures import house, house_layout
 
 BAR_COLOR = "#1f77b4"
 LINE_COLOR = "#7f7f7f"
+# Tick and axis-title text, written into each figure: drawn with Streamlit's theme, a chart's ticks are otherwise
+# the theme's pale grey at 12 px, unreadable on a projector (projector.enlarge sizes them but keeps their colour).
+TEXT_COLOR = "#1b1b1b"
+TICKS = dict(size=14, color=TEXT_COLOR)
+AXIS_TITLE = dict(color=TEXT_COLOR)
 
 
 def prediction_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -> go.Figure:
@@ -35,10 +40,11 @@ def prediction_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -
     top = max(probs, default=0.0)
     layout = dict(
         # Category axis: tokens such as "1" or "." must stay labels, in the table's order.
-        yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=16)),
+        yaxis=dict(type="category", autorange="reversed", tickfont=dict(TICKS, size=16)),
         # Room on the right for the label of a short top bar; a long one carries its label inside.
         # Percent ticks; below 10% with decimals, so an untrained model's 0.05% bars do not read "0%, 0%, 0%".
-        xaxis=dict(title=dict(text="probability"), tickformat=".0%" if top >= 0.1 else ".2~%",
+        xaxis=dict(title=dict(text="probability", font=AXIS_TITLE), tickfont=TICKS,
+                   tickformat=".0%" if top >= 0.1 else ".2~%",
                    range=[0, min(1.0, top * 1.3) or 1.0]))
     return go.Figure(bar, layout=house(layout, title, 90 + 34 * len(tokens)))
 
@@ -61,8 +67,8 @@ def confidence_strip(rows: pd.DataFrame | list[dict], max_entropy: float, title:
         hovertemplate="%{x}<br>token position %{customdata}<br>entropy %{y:.4f} nats<extra></extra>"))
     fig.add_hline(y=max_entropy, line_dash="dash", line_color=LINE_COLOR,
                   annotation_text=f"no idea at all: log V = {max_entropy:.2f}", annotation_position="top left")
-    fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 8 else 0)
-    fig.update_yaxes(title=column, range=[0, max_entropy * 1.15])
+    fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 8 else 0, tickfont=TICKS)
+    fig.update_yaxes(title=dict(text=column, font=AXIS_TITLE), range=[0, max_entropy * 1.15], tickfont=TICKS)
     return house_layout(fig, title, height=340)
 
 
@@ -79,6 +85,7 @@ def replaced_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -> 
         text=[f"{p:.0%}" for p in probs], textposition="outside", textfont=dict(size=14), cliponaxis=False,
         hovertemplate="%{x}<br>p(replaced) %{y:.4f}<extra></extra>"))
     fig.add_hline(y=0.5, line_dash="dash", line_color=LINE_COLOR)  # the title names it: no label over the bars
-    fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 10 else 0)
-    fig.update_yaxes(title="p(replaced)", range=[0, 1.12], tickformat=".0%")
+    fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 10 else 0, tickfont=TICKS)
+    fig.update_yaxes(title=dict(text="p(replaced)", font=AXIS_TITLE), range=[0, 1.12], tickformat=".0%",
+                     tickfont=TICKS)
     return house_layout(fig, title, height=360)

@@ -67,23 +67,44 @@ def sense_lines(table: pd.DataFrame, columns: list[str], title: str, y_title: st
     return go.Figure(data=lines, layout=house(layout, title, 380))
 
 
+def _padded(values: np.ndarray, share: float = 0.18) -> list[float]:
+    """An axis range around `values` with room on both sides: a point and its number never sit on the edge,
+    under the legend or the title."""
+    low, high = float(values.min(initial=0.0)), float(values.max(initial=0.0))
+    pad = max(high - low, 1e-9) * share
+    return [low - pad, high + pad]
+
+
 def projection_scatter(points: np.ndarray, senses: list[str | None], sentences: list[str],
                        explained: np.ndarray, title: str) -> go.Figure:
-    """(S, 2) PCA scores, one colour per sense, each point numbered as in the matrix; the sentence on hover."""
+    """(S, 2) PCA scores, one colour per sense, each point numbered as in the matrix; the sentence on hover.
+
+    Only the components the points span are drawn: with one (two sentences) the points lie on one line, with
+    none (equal vectors) on one spot; ticks are plain numbers (plotly's default SI prefixes read 1e-15 as "1f").
+    """
+    spanned = int((np.asarray(explained) > 0).sum())
+    xy = np.where(np.arange(2) < spanned, points, 0.0)
     names = list(dict.fromkeys(s or NO_SENSE for s in senses))
     traces = []
     for color, name in zip(SENSE_COLORS * 4, names):
         rows = [i for i, s in enumerate(senses) if (s or NO_SENSE) == name]
         traces.append(go.Scatter(
-            x=points[rows, 0], y=points[rows, 1], name=html.escape(name), mode="markers+text",
+            x=xy[rows, 0], y=xy[rows, 1], name=html.escape(name), mode="markers+text",
             text=[str(i + 1) for i in rows], textposition="top center", textfont=dict(size=13),
             marker=dict(size=14, color=color, line=dict(color="white", width=1)),
             customdata=[html.escape(sentences[i]) for i in rows],
             hovertemplate="%{text}: %{customdata}<extra>" + html.escape(name) + "</extra>"))
-    axis = dict(zeroline=True, zerolinecolor="#bbb")
-    layout = dict(legend=LEGEND, xaxis=dict(axis, title=dict(text=f"PC1 ({explained[0]:.0%} of the variance)")),
-                  yaxis=dict(axis, title=dict(text=f"PC2 ({explained[1]:.0%})")))
-    return go.Figure(data=traces, layout=house(layout, title, 440))
+    axis = dict(zeroline=True, zerolinecolor="#bbb", tickformat=".3~g", exponentformat="power")
+    x_title = f"PC1 ({explained[0]:.0%} of the variance)" if spanned else "no direction: the vectors are equal"
+    x = dict(axis, title=dict(text=x_title), range=_padded(xy[:, 0]))
+    if spanned < 2:  # one line: no second axis to read
+        y = dict(range=[-1.0, 1.6], fixedrange=True, showticklabels=False, showgrid=False, zeroline=True,
+                 zerolinecolor="#888", zerolinewidth=2)  # the one direction, drawn as the line it is
+        legend = dict(orientation="h", x=0, xanchor="left", y=1, yanchor="top")  # inside, clear of the title
+        layout = dict(legend=legend, xaxis=x, yaxis=y)
+        return go.Figure(data=traces, layout=house(layout, title, 300))
+    y = dict(axis, title=dict(text=f"PC2 ({explained[1]:.0%})"), range=_padded(xy[:, 1], 0.25))
+    return go.Figure(data=traces, layout=house(dict(legend=LEGEND, xaxis=x, yaxis=y), title, 440))
 
 
 def lens_heatmap(probs: np.ndarray, tokens: list[str], title: str) -> go.Figure:

@@ -61,21 +61,34 @@ def role_lines(steps: list[int], series: np.ndarray, role: str, current: int, ti
     return fig
 
 
-def word_map(xy: np.ndarray, words: list[str], groups: list[str], title: str, limit: float = 2.4) -> go.Figure:
-    """Word positions (W, 2) on fixed axes, one colour per group, each point labelled with its word."""
+def word_map(xy: np.ndarray, words: list[str], groups: list[str], title: str, limit: float = 2.4,
+             labelled: set[str] | None = None) -> go.Figure:
+    """Word positions (W, 2) on fixed axes, one colour per group; the words in `labelled` (default: all) written
+    beside their points, every word on hover (25 labels on one small map overlap into a heap)."""
     names = list(dict.fromkeys(groups))
     traces = []
     for n, group in enumerate(names):
         idx = [i for i, g in enumerate(groups) if g == group]
         traces.append(go.Scatter(
             x=xy[idx, 0], y=xy[idx, 1], mode="markers+text", name=html.escape(group),
-            text=[html.escape(words[i]) for i in idx], textposition="top center", textfont=dict(size=14),
+            text=[html.escape(words[i]) if labelled is None or words[i] in labelled else "" for i in idx],
+            textposition="top center", textfont=dict(size=14), customdata=[html.escape(words[i]) for i in idx],
             marker=dict(size=12, color=GROUP_COLORS[n % len(GROUP_COLORS)]),
-            hovertemplate="%{text}<extra>" + html.escape(group) + "</extra>"))
+            hovertemplate="%{customdata}<extra>" + html.escape(group) + "</extra>"))
     axis = dict(range=[-limit, limit], zeroline=False, showticklabels=False, title=None)
     layout = dict(xaxis=axis, yaxis=dict(axis, scaleanchor="x"), legend=dict(orientation="h", y=-0.02,
                                                                               yanchor="top"))
     return go.Figure(traces, layout=house(layout, title, 480))
+
+
+def fixed_probability_axis(fig: go.Figure, highest: float) -> go.Figure:
+    """A guesses chart's probability axis from 0 to `highest` (the top guess's probability over every frame), the
+    same on every frame: while playing, a bar's length compares with the other frames' (a per-frame axis makes a
+    0.1% bar look full)."""
+    top = min(1.0, highest * 1.1) if highest > 0 else 1.0
+    fig.update_xaxes(range=[0, top], tickformat=".0%" if top >= 0.1 else ".2~%",
+                     title=dict(text="probability (one scale for every step)"))
+    return fig
 
 
 def mark_step(fig: go.Figure, step: int) -> go.Figure:

@@ -1,6 +1,7 @@
 """The Attention page's cached forward passes: one traced forward per (model, text, heads off),
-shared by every rerun and session, the prediction table with and without those heads, and the
-rest of one layer for one query (W_O, residual, LayerNorm, FFN) drawn as steps."""
+shared by every rerun and session, the prediction table with and without those heads, the
+rest of one layer for one query (W_O, residual, LayerNorm, FFN) drawn as steps, and what keeps the
+page's token pickers honest when the sentence changes."""
 
 from __future__ import annotations
 
@@ -11,16 +12,23 @@ import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
+from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
+from bertviz_lab.ui import state
+from bertviz_lab.ui.handout import record_table
 from bertviz_lab.ui.models import device_name
+from bertviz_lab.ui.state import Attention as K
 from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import chart
+from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import layer as lv
+from bertviz_lab.views import overview as ov
 
 # A weight in a table, as st.column_config formats it (sprintf-js): %.6g keeps 6 significant
 # digits, so 0.000123456 is not cut to 0.000123 the way %.6f would cut it.
 WEIGHT_FORMAT = f"%.{figs.WEIGHT_DIGITS}g"
+CONTEXT_DIMS = 6  # dimensions of v the context table shows (it fits a projector); all of them in its expander
+SUMMARY_KEYS = 3  # keys named in the one-line summary under the sentence box
 
 
 @dataclass(frozen=True)
@@ -79,3 +87,74 @@ def rest_of_layer(key: Forward, ckpt: Checkpoint, encoding: Encoding, layer: int
     norms = steps.table[lv.NORM].to_numpy()
     chart(figs.step_norms(list(steps.table[lv.STEP]), norms, f"Layer {layer} · query {label}: the length of each "
                           "vector (orange: just normalised)"), f"layer_L{layer}_q{token}")
+
+
+def keep_token_choices(view: av.AttentionView) -> None:
+    """Before the token pickers are drawn: a remembered query or key survives a new sentence only where the new
+    tokens have the same token at the same position. Otherwise it is forgotten, and the page sets its default
+    (the query: `av.default_query`; the key: the query's strongest) into session state before drawing the box:
+    a value set, not a widget default, is sent to the browser, whose box would otherwise keep its last label."""
+    before, now = state.get(K.TOKENS), tuple(view.tokens)
+    state.put(K.TOKENS, now)
+    for key in (K.QUERY, K.KEY):
+        state.keep_valid(key, range(len(now)))  # a link's position past the end is dropped
+    if before is None or tuple(before) == now:
+        return
+    for key in (K.QUERY, K.KEY):
+        position = state.get(key)
+        if position is None or position >= len(before) or before[position] != now[position]:
+            state.forget(key)
+
+
+def query_summary(view: av.AttentionView, layer: int, head: int | None, query: int) -> str:
+    """One line (Markdown) under the sentence box: the keys the query gives the most weight to, so typing shows
+    its effect without scrolling. `head` None: the layer's mean over heads."""
+    row = (av.mean_over_heads(view)[layer] if head is None else view.weights[layer, head])[query]
+    strongest = row.argsort()[::-1][:SUMMARY_KEYS]
+    where = f"layer {layer}, " + ("mean over heads" if head is None else f"head {head}")
+    keys = ", ".join(f"{plain(view.labels[k])} ({row[k]:.2f})" for k in strongest)
+    return f"Query **{plain(view.labels[query])}** ({where}) gives the most weight to: {keys}."
+
+
+def context_table(ctx: av.ContextSteps, name: str) -> None:
+    """The context as a weighted sum: weight and the first CONTEXT_DIMS dimensions of v (a table that fits the
+    screen), every dimension in an expander beneath; the handout gets the whole table."""
+    whole = record_table(ctx.table, name)
+    dims = whole.shape[1] - 1
+    shown = whole.iloc[:, :1 + min(dims, CONTEXT_DIMS)]
+    st.dataframe(shown, height=table_height(shown), column_config=numbers(shown, "%.3f", weight=WEIGHT_FORMAT))
+    if dims > CONTEXT_DIMS:
+        with st.expander(f"All {dims} dimensions of v"):
+            st.dataframe(whole, height=table_height(whole), column_config=numbers(whole, weight=WEIGHT_FORMAT))
+
+
+def pooled_input(view: av.AttentionView, layer: int, head: int | None) -> None:
+    """A long input whole: its tokens pooled into blocks (`head` None: the layer's mean over heads)."""
+    T = len(view.tokens)
+    with st.expander(f"The whole input: {T} tokens pooled into blocks", expanded=True):
+        size = ov.block_size(T)
+        labels = ov.block_labels(view, size)
+        full = av.mean_over_heads(view)[layer] if head is None else view.weights[layer, head]
+        title = f"Layer {layer} · " + ("mean over heads" if head is None else f"head {head}") + f" · blocks of {size}"
+        chart(figs.attention_heatmap(ov.pooled(full, size), labels, labels, title, height=760), f"pooled_L{layer}")
+        st.caption(f"Each cell: the total weight a query of one block of {size} tokens gives to the keys of "
+                   "another block, averaged over the block's queries; each row sums to 1.")
+
+
+def all_heads(view: av.AttentionView, hide: bool, block: str) -> None:
+    """Every layer's heads at once, in an expander drawn only while open (the costliest figure of the page);
+    with too many cells, each head as one number instead."""
+    with st.expander("All layers × heads at once", key=K.GRID.name, on_change="rerun") as grid_box:
+        try:
+            if grid_box.open:
+                everything = av.grid(view, hide, block)
+                chart(figs.attention_grid(everything.weights, everything.col_axis, everything.row_axis,
+                                          view.heads_on, everything.title), everything.name)
+        except InputError as exc:
+            st.info(f"{exc} Below, each head as one number.")
+            chart(figs.head_summary(ov.head_distances(view), "How far each head looks", ".1f", "tokens"),
+                  "head_distance")
+            chart(figs.head_summary(ov.head_entropies(view), "How spread each head is", ".2f", "nats"),
+                  "head_entropy")
+            st.caption("Distance: Σ weight × |query − key|, averaged over the queries (about 1 for a previous- or "
+                       "next-token head). Spread: the entropy of each row (0 for one key, log T for all alike).")

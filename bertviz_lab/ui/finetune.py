@@ -8,6 +8,8 @@ The chosen run's results (dev set, Try it, before and after) are in `ui/finetune
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from bertviz_lab.errors import ConfigError, InputError, LabError
@@ -57,7 +59,7 @@ def task_picker(name: str) -> tuple[tasks.Task | None, bytes | None, str | None]
             task = tasks.builtin(name)
         st.caption(f"{tasks.KIND_NAMES[task.kind].capitalize()}, labels {', '.join(task.labels)}. "
                    f"{task.description} {len(task.train):,} training and {len(task.dev):,} dev examples.")
-        st.dataframe(vf.example_rows(task), hide_index=True, key="finetune.examples")
+        st.table(vf.example_rows(task).style.hide(axis="index"))  # wraps: text and text_b fit any width
         return task, None, None
     st.file_uploader("Your CSV file (UTF-8)", type=["csv"], key=K.UPLOAD.name)
     st.markdown(CSV_HELP)
@@ -73,7 +75,7 @@ def task_picker(name: str) -> tuple[tasks.Task | None, bytes | None, str | None]
     labels = ", ".join(task.labels[:8]) + ("…" if len(task.labels) > 8 else "")
     st.success(f"{plain(upload.name)}: {tasks.KIND_NAMES[task.kind]}, {len(task.labels)} labels ({plain(labels)}), "
                f"{len(task.train):,} training and {len(task.dev):,} dev rows.", icon=":material/check:")
-    st.dataframe(vf.example_rows(task), hide_index=True, key="finetune.examples")
+    st.table(vf.example_rows(task).style.hide(axis="index"))  # wraps: text and text_b fit any width
     return task, raw, None
 
 
@@ -85,11 +87,36 @@ def _upload_error(exc: LabError) -> str:
 
 def _number(where, name: str) -> None:
     label, help_ = vf.FIELDS[name]
-    key = K.FORM[name]
+    key = K.FORM[name]  # no value=: the session holds it (FORM_KEYS), so it outlives a visit to another page
     if name == "lr":
-        where.number_input(label, value=float(key.default), step=LR_STEP, format="%.5f", key=key.name, help=help_)
+        where.number_input(label, step=LR_STEP, format="%.5f", key=key.name, help=help_)
     else:
-        where.number_input(label, value=key.default, step=1, key=key.name, help=help_)
+        where.number_input(label, step=1, key=key.name, help=help_)
+
+
+FORM_KEYS = (K.TASK, K.WEIGHTS, K.MODE, K.START, *K.FORM.values(), K.NAME)  # the form's widgets but the uploader
+
+
+def restore_form() -> None:
+    """The form's values as the learner left them (Streamlit drops a widget's value while another page is open)."""
+    saved = state.get(K.SAVED)
+    for key in FORM_KEYS:
+        value = saved.get(key.name, key.default)
+        if value is not None:  # Start from: None would empty the box; its first choice is the default
+            state.setdefault(key, value)
+
+
+def class_demo() -> None:
+    """The "Class demo settings" button: the default task from the shipped model it was measured on, pretrained,
+    every weight, the demo's numbers."""
+    for key in (K.TASK, K.WEIGHTS, K.MODE):
+        state.put(key, key.default)
+    shipped = Path(state.Model.PATH.default).resolve()
+    for start in vf.starting_points(SHIPPED):
+        if Path(start.checkpoint).resolve() == shipped:
+            state.put(K.START, start.label)
+    for name, value in vf.CLASS_DEMO.items():
+        state.put(K.FORM[name], value)
 
 
 def run_form(active: int) -> runs.RunInfo | None:
@@ -99,7 +126,9 @@ def run_form(active: int) -> runs.RunInfo | None:
     allowed = cap is None or vp.start_allowed(active, who, cap)
     if not allowed:
         st.warning(vp.cap_note(active, cap), icon=":material/group:")
-    state.init(K.TASK, K.WEIGHTS, K.MODE)  # the radios take their defaults from the session
+    restore_form()
+    st.button(f"Class demo settings ({vf.CLASS_DEMO['steps']} steps)", key=K.DEMO.name, icon=":material/timer:",
+              on_click=class_demo, help=vf.CLASS_DEMO_HELP)
     name = st.radio("Task", list(TASK_NAMES), format_func=TASK_NAMES.get, horizontal=True, key=K.TASK.name)
     task, raw, error = task_picker(name)
     starts = {s.label: s for s in vf.starting_points(SHIPPED)}
@@ -121,6 +150,7 @@ def run_form(active: int) -> runs.RunInfo | None:
         st.columns(5)[0].text_input("Run name (optional)", key=K.NAME.name, placeholder="finetune-date-time")
         submitted = st.form_submit_button("Start fine-tuning", type="primary", key=K.GO.name,
                                           icon=":material/play_arrow:", disabled=not allowed or not starts)
+    state.put(K.SAVED, {key.name: state.get(key) for key in FORM_KEYS})
     if not submitted or error is not None:  # a broken CSV: its one message is shown above
         return None
     try:

@@ -109,7 +109,7 @@ def dev_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
     left, right = st.columns([3, 2])
     chart(figs.confusion_heatmap(report.confusion, list(report.labels), "Confusion matrix"),
           f"{run.name}-confusion", where=left)
-    right.dataframe(percents(fd.per_label(report), "recall", "precision"), hide_index=True, key="finetune.labels")
+    right.table(percents(fd.per_label(report), "recall", "precision").hide(axis="index"))  # fits its column
     right.caption("Rows of the matrix: the true label; columns: the model's answer. The diagonal is right, every "
                   "other cell a kind of mistake; the colour is the share of the row. Recall: the share of a label's "
                   "items found; precision: the share of its answers that are right.")

@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
@@ -49,28 +50,40 @@ def start_over() -> None:
         state.forget(key)
 
 
-def stepper() -> int:
-    """Back, the step picker and Next, then the progress bar; returns the step shown (1-based)."""
+def header() -> int:
+    """One row: the step picker (which names the step), the score and Start over; returns the step shown (1-based)."""
     state.init(K.STEP)
     state.keep_valid(K.STEP, range(1, COUNT + 1))
     state.keep(K.STEP)
+    pick, score, restart = st.columns([5, 4, 2], vertical_alignment="center")
+    pick.selectbox("Go to step", range(1, COUNT + 1), key=K.STEP.name, label_visibility="collapsed",
+                   format_func=lambda n: f"Step {n} of {COUNT} · {vl.STEPS[n - 1]}")
+    score.markdown(f"**Score:** {vl.score(state.get(K.ANSWERS))}")
+    restart.button("Start over", key=K.RESTART.name, on_click=start_over, icon=":material/restart_alt:",
+                   width="stretch", help="Forget every answer and go back to step 1.")
+    return state.get(K.STEP)
+
+
+def nav(bar: DeltaGenerator) -> None:
+    """Back and Next in `bar`, beside the question's Reveal (or under its verdict); the arrow keys press them."""
     current = state.get(K.STEP)
-    back, pick, forward = st.columns([1, 4, 1], vertical_alignment="bottom")
-    back.button("Back", key=K.BACK.name, on_click=move, args=(-1,), disabled=current == 1,
-                icon=":material/arrow_back:", width="stretch")
-    pick.selectbox("Go to step", range(1, COUNT + 1), key=K.STEP.name,
-                   format_func=lambda n: f"{n} · {vl.STEPS[n - 1]}")
-    forward.button("Next", key=K.NEXT.name, on_click=move, args=(1,), disabled=current == COUNT,
-                   icon=":material/arrow_forward:", width="stretch")
-    st.progress(current / COUNT, text=f"Step {current} of {COUNT}")
-    return current
+    bar.button("Back", key=K.BACK.name, on_click=move, args=(-1,), disabled=current == 1, shortcut="Left",
+                help="The step before (the ← key).")
+    bar.button("Next", key=K.NEXT.name, on_click=move, args=(1,), disabled=current == COUNT, shortcut="Right",
+               help="The next step (the → key).")
 
 
-def score_bar() -> None:
-    left, right = st.columns([5, 1], vertical_alignment="center")
-    left.markdown(f"**Score:** {vl.score(state.get(K.ANSWERS))}")
-    right.button("Start over", key=K.RESTART.name, on_click=start_over, icon=":material/restart_alt:",
-                 width="stretch", help="Forget every answer and go back to step 1.")
+@dataclass(frozen=True)
+class Frame:
+    """Where a step draws: `lead` (a figure the class reads to answer, atop the left column, beside the question),
+    `left` (the step's inputs, under its paragraph), `ask` (the question and the guess, on the first screen beside
+    `left`; a step runs inside it), `bar` (one row under it: Reveal, Back, Next), `below` (what the Reveal unlocks,
+    full width)."""
+    lead: DeltaGenerator
+    left: DeltaGenerator
+    ask: DeltaGenerator
+    bar: DeltaGenerator
+    below: DeltaGenerator
 
 
 # --- Inputs ------------------------------------------------------------------------------------------
@@ -144,9 +157,10 @@ def guess_widget(question: vl.Question, key: state.Key):
     return st.radio(label, question.options, index=None, key=key.name, format_func=plain)
 
 
-def ask(question: vl.Question, about: tuple, solve: Callable[[], vl.Quiz]) -> vl.Answered | None:
-    """The current step's question and the class's guess; Reveal runs `solve` (the model's answer, computed
-    now) and stores it. Returns the answered step once it is revealed for these inputs (`about`), else None."""
+def ask(bar: DeltaGenerator, question: vl.Question, about: tuple, solve: Callable[[], vl.Quiz]) -> vl.Answered | None:
+    """The current step's question and the class's guess; Reveal (in `bar`, the row that Back and Next join) runs
+    `solve` (the model's answer, computed now) and stores it. Returns the answered step once it is revealed for
+    these inputs (`about`), else None."""
     step = state.get(K.STEP)
     st.markdown(f"**Predict, then reveal:** {plain(question.prompt)}")
     answered = state.get(K.ANSWERS).get(step)
@@ -159,13 +173,11 @@ def ask(question: vl.Question, about: tuple, solve: Callable[[], vl.Quiz]) -> vl
                    "guess again for this one.")
     state.keep(K.GUESSES[step - 1])
     guess = guess_widget(question, K.GUESSES[step - 1])
-    if st.button("Reveal", key=f"{K.REVEAL.name}.{step}", type="primary", disabled=guess is None,
-                 icon=":material/visibility:"):
+    if bar.button("Reveal", key=f"{K.REVEAL.name}.{step}", type="primary", disabled=guess is None,
+                  icon=":material/visibility:", help="Commit to a guess first: Reveal unlocks once there is one."):
         answers = {**state.get(K.ANSWERS), step: vl.Answered(about, guess, solve())}
         state.put(K.ANSWERS, answers)
         st.rerun()
-    if guess is None:
-        st.caption("Commit to a guess first: Reveal unlocks once there is one.")
     return None
 
 
@@ -268,8 +280,3 @@ def probes(ckpt: Checkpoint, task: str) -> runs.ProbeResult:
 
     return once.follow(_probes(model_key(ckpt), task), work, lambda news: st.progress(*news),
                        first=(0.0, "Linear probe: reading the task…"))
-
-
-def wide(table: pd.DataFrame) -> pd.DataFrame:
-    """Positions as columns, so a whole sentence fits on a projector; cells shown as text."""
-    return table.set_index("position").T.astype(str).rename(columns=str)

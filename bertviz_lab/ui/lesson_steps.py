@@ -16,7 +16,7 @@ import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.figures.attention import attention_grid, softmax_bars
-from bertviz_lab.figures.lesson import answer_bars
+from bertviz_lab.figures.lesson import answer_bars, labelled_grid
 from bertviz_lab.figures.losses import topk_grid
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.figures.representations import sense_lines
@@ -25,7 +25,7 @@ from bertviz_lab.ui import attention as ua
 from bertviz_lab.ui import lesson as ui
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Lesson as K
-from bertviz_lab.ui.tables import number, numbers
+from bertviz_lab.ui.tables import by_position, number, numbers
 from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import lesson as vl
@@ -39,32 +39,38 @@ MASKED_LABEL = "The lesson's sentence (with [MASK] where BERT should guess a wor
 ATTENTION_LABEL = "The attention sentence"
 
 
-def tokens(ckpt: Checkpoint) -> None:
-    st.caption(vl.framing_note(ckpt.tokenizer))
-    text = ui.sentence(K.MASKED, MASKED_LABEL)
+def tokens(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        st.caption(vl.framing_note(ckpt.tokenizer))
+        text = ui.sentence(K.MASKED, MASKED_LABEL)
     encoding = ui.encode(ckpt, text)
     quiz = vl.tokens(encoding)
-    if ui.ask(quiz.question, ui.basis(ckpt, text), lambda: quiz):
-        st.dataframe(ui.wide(vl.token_rows(encoding)))
+    if ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text), lambda: quiz):
+        for piece in by_position(vl.token_rows(encoding)):  # a few positions a row: no table wider than the page
+            frame.below.dataframe(piece)
 
 
-def embeddings(ckpt: Checkpoint) -> None:
-    text = ui.sentence(K.MASKED, MASKED_LABEL)
-    words = vlv.embedding_words(ui.encode(ckpt, text), ckpt.tokenizer)
-    if not words:
-        st.info("The sentence has no word that is a single token of this model's vocabulary: type another.")
-        return
-    word = ui.choice(K.WORD, "Word to look up", words, vlv.content_word(words), format_func=vlv.shown)
-    config = ckpt.config
-    st.caption(f"This model's embedding matrix: {config.vocab_size:,} rows (one per token) of "
-               f"{config.embedding_width} numbers. {rv.embedding_layer(config)}")
+def embeddings(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        text = ui.sentence(K.MASKED, MASKED_LABEL)
+        words = vlv.askable_words(ui.encode(ckpt, text), ckpt.tokenizer)
+        if not words:
+            st.info("The sentence has no word of the story world's lists (pets, farm animals, foods, places…) "
+                    f"that this model reads as one token and that has at least {vlv.OPTIONS} more words of its kind, "
+                    "each one token too: type another.")
+            return
+        word = ui.choice(K.WORD, "Word to look up", words, vlv.content_word(words), format_func=vlv.shown)
+        config = ckpt.config
+        st.caption(f"This model's embedding matrix: {config.vocab_size:,} rows (one per token) of "
+                   f"{config.embedding_width} numbers. {rv.embedding_layer(config)}")
     quiz, options, nearest = ui.computed(ckpt, vlv.embeddings, word)
-    if answered := ui.ask(quiz.question, ui.basis(ckpt, text, word), lambda: quiz):
-        chart(answer_bars(options["token"].tolist(), options["cosine"].tolist(), quiz.answer, answered.guess,
-                          f"Cosine of each option's embedding row with “{vlv.shown(word)}”'s",
-                          x_title="cosine similarity"), "lesson_embeddings")
-        st.caption(f"The 8 rows nearest to “{vlv.shown(word)}”, words and pieces alike.")
-        st.dataframe(nearest, column_config=numbers(nearest), hide_index=True)
+    if answered := ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text, word), lambda: quiz):
+        with frame.below:
+            chart(answer_bars(options["token"].tolist(), options["cosine"].tolist(), quiz.answer, answered.guess,
+                              f"Cosine of each option's embedding row with “{vlv.shown(word)}”'s",
+                              x_title="cosine similarity"), "lesson_embeddings")
+            st.caption(f"The 8 rows nearest to “{vlv.shown(word)}”, words and pieces alike.")
+            st.dataframe(nearest, column_config=numbers(nearest), hide_index=True)
 
 
 def attention_view(ckpt: Checkpoint, text: str) -> av.AttentionView:
@@ -73,132 +79,157 @@ def attention_view(ckpt: Checkpoint, text: str) -> av.AttentionView:
     return ua.explore(ua.Forward.of(ckpt, encoding, ()), ckpt, encoding)
 
 
-def heads(ckpt: Checkpoint) -> None:
-    text = ui.sentence(K.ATTENTION, ATTENTION_LABEL)
+def heads(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        text = ui.sentence(K.ATTENTION, ATTENTION_LABEL)
     view = attention_view(ckpt, text)
     grid = av.grid(view)
-    st.caption("Each square is one head, L = layer, H = head. In a square, row = the token looking (query), "
-               "column = the token looked at (key); darker = more weight. Every row sums to 1.")
-    chart(attention_grid(grid.weights, grid.col_axis, grid.row_axis, view.heads_on,
-                         f"All {view.num_layers * view.num_heads} heads on this sentence"), "lesson_heads")
+    with frame.lead:  # beside the options: the class reads the squares to answer
+        fig = labelled_grid(attention_grid(grid.weights, grid.col_axis, grid.row_axis, view.heads_on,
+                                           f"All {view.num_layers * view.num_heads} heads on this sentence"),
+                            view.num_layers, view.num_heads)
+        chart(fig, "lesson_heads", keep_ticks=True)
+        st.caption("Each square is one head, L = layer, H = head. In a square, row = the token looking (query, "
+                   "labelled left), column = the token looked at (key, labelled below); darker = more weight.")
     quiz, table = vlh.previous_token(view, ui.computed(ckpt, vlh.previous_elsewhere, text))
-    if answered := ui.ask(quiz.question, ui.basis(ckpt, text), lambda: quiz):
+    if answered := ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text), lambda: quiz):
         top = table.head(12)
         shown = "" if len(top) == len(table) else f" (the {len(top)} of {len(table)} heads that do it most)"
         chart(answer_bars(top["head"].tolist(), top["score"].tolist(), quiz.answer, answered.guess,
                           "Weight on the previous token, mean over the words" + shown, value_format=".0%",
                           x_title="previous-token score",
                           reference=(vlh.CLEAR / len(view.tokens), f"{vlh.CLEAR} × even attention")),
-              "lesson_previous_token")
+              "lesson_previous_token", where=frame.below)
 
 
-def softmax(ckpt: Checkpoint) -> None:
-    text = ui.sentence(K.ATTENTION, ATTENTION_LABEL)
-    view = attention_view(ckpt, text)
-    if state.get(K.HEAD_FOR) != str(ckpt.path):  # a new model: start from its own pronoun head
-        state.forget(K.HEAD)
-        state.put(K.HEAD_FOR, str(ckpt.path))
-    names = av.head_names(view.num_layers, view.num_heads)
-    pronouns = ui.computed(ckpt, vlh.pronoun_heads, text)  # None: the model reads too few tokens for them
-    name = ui.choice(K.HEAD, "Head", names, pronouns.best if pronouns else names[0],
-                     help="It starts on the head that follows pronouns to their nouns most on other sentences "
-                          "(this one left out); the note below says how it does on sentences held out from that "
-                          "choice.")
-    layer, head = (int(part[1:]) for part in name.split())
-    if pronouns:
-        st.caption(plain(pronouns.note(layer, head)))
-    query = av.default_query(view)
-    st.markdown(f"The query: **{plain(view.tokens[query])}** (position {query}); "
-                f"{av.sqrt_head_dim(view.head_dim)}.")
+def softmax(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        text = ui.sentence(K.ATTENTION, ATTENTION_LABEL)
+        view = attention_view(ckpt, text)
+        if state.get(K.HEAD_FOR) != str(ckpt.path):  # a new model: start from its own pronoun head
+            state.forget(K.HEAD)
+            state.put(K.HEAD_FOR, str(ckpt.path))
+        names = av.head_names(view.num_layers, view.num_heads)
+        pronouns = ui.computed(ckpt, vlh.pronoun_heads, text)  # None: the model reads too few tokens for them
+        name = ui.choice(K.HEAD, "Head", names, pronouns.best if pronouns else names[0],
+                         help="It starts on the head that follows pronouns to their nouns most on other sentences "
+                              "(this one left out); the note below says how it does on sentences held out from "
+                              "that choice.")
+        layer, head = (int(part[1:]) for part in name.split())
+        query = av.default_query(view)
+        st.markdown(f"The query: **{plain(view.tokens[query])}** (position {query}); "
+                    f"{av.sqrt_head_dim(view.head_dim)}.")
+        if pronouns:
+            st.caption(plain(pronouns.note(layer, head)))
     quiz, steps = vlh.strongest_key(view, layer, head, query)
-    if ui.ask(quiz.question, ui.basis(ckpt, text, name), lambda: quiz):
-        chart(softmax_bars(av.weights_by_key(view, steps), f"Weights from “{view.tokens[query]}” in {name}"),
-              "lesson_softmax")
-        st.dataframe(steps, column_config=numbers(steps, "%.4f"))
+    if ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text, name), lambda: quiz):
+        with frame.below:
+            chart(softmax_bars(av.weights_by_key(view, steps), f"Weights from “{view.tokens[query]}” in {name}"),
+                  "lesson_softmax")
+            table, note = vlh.steps_table(steps)
+            st.caption(note)
+            st.dataframe(table, column_config=numbers(table, "%.3f"))
 
 
-def mask(ckpt: Checkpoint) -> None:
-    text = ui.sentence(K.MASKED, MASKED_LABEL)
+def mask(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        text = ui.sentence(K.MASKED, MASKED_LABEL)
     quiz, guessed = ui.computed(ckpt, vl.mask_guess, ui.encode(ckpt, text))
-    if ui.ask(quiz.question, ui.basis(ckpt, text), lambda: quiz):
+    if ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text), lambda: quiz):
         chart(prediction_bars(predict.candidate_rows(guessed), f"BERT's top {len(guessed.candidates)} at "
-                                                             f"[MASK]"), "lesson_mask")
+                                                             f"[MASK]"), "lesson_mask", where=frame.below)
 
 
-def loss(ckpt: Checkpoint) -> None:
-    text = ui.sentence(K.MASKED, MASKED_LABEL)
-    true_word = ui.sentence(K.TRUE_WORD, "The word that was really there")
+def loss(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        text = ui.sentence(K.MASKED, MASKED_LABEL)
+        true_word = ui.sentence(K.TRUE_WORD, "The word that was really there")
     quiz, m = ui.computed(ckpt, vl.mask_loss, text, true_word)
-    if ui.ask(quiz.question, ui.basis(ckpt, text, true_word), lambda: quiz):
-        cells = st.columns(3)
-        cells[0].metric(f"p(“{m.true_token}”)", f"{m.p_true:.4f}", help=f"Rank {m.rank} among all tokens.")
-        cells[1].metric("Loss = −log p", f"{m.neg_log_p:.3f}")
-        cells[2].metric("ln V (a uniform guess)", f"{math.log(ckpt.tokenizer.vocab_size):.3f}")
-        chart(topk_grid([vl.loss_panel(m)], columns=1), "lesson_loss")
+    if ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text, true_word), lambda: quiz):
+        with frame.below:
+            cells = st.columns(3)
+            cells[0].metric(f"p(“{m.true_token}”)", f"{m.p_true:.4f}", help=f"Rank {m.rank} among all tokens.")
+            cells[1].metric("Loss = −log p", f"{m.neg_log_p:.3f}")
+            cells[2].metric("ln V (a uniform guess)", f"{math.log(ckpt.tokenizer.vocab_size):.3f}")
+            chart(topk_grid([vl.loss_panel(m)], columns=1), "lesson_loss")
 
 
-def next_sentence(ckpt: Checkpoint) -> None:
-    text_a = ui.sentence(K.NSP_A, "Sentence A")
-    text_b = ui.sentence(K.NSP_B, "Sentence B")
-    st.caption("BERT reads A with this sentence B, and with a sentence from another story of the lab's corpus; "
-               "which pair looks more like a real continuation to it?")
+def next_sentence(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    shown = state.get(K.ANSWERS).get(state.get(K.STEP))  # B stays folded away until its pair is revealed
+    revealed = shown is not None and shown.basis == ui.basis(ckpt, state.get(K.NSP_A), state.get(K.NSP_B))
+    with frame.left:
+        text_a = ui.sentence(K.NSP_A, "Sentence A")
+        with st.expander("The sentence that really comes next (the class sees it after Reveal)", expanded=revealed,
+                         icon=":material/edit:"):
+            text_b = ui.sentence(K.NSP_B, "Sentence B")
+        st.caption("BERT reads A with each of the two sentences B of the question: one came right after A, the "
+                   f"other is from another story of the lab's corpus. {vl.written_note(ckpt.tokenizer)}")
     quiz, table = ui.computed(ckpt, vl.next_sentence, text_a, text_b)
-    if answered := ui.ask(quiz.question, ui.basis(ckpt, text_a, text_b), lambda: quiz):
-        chart(answer_bars(table["sentence B"].tolist(), table["P(IsNext)"].tolist(), quiz.answer, answered.guess,
-                          "P(IsNext) for each sentence B", x_title="P(IsNext)", reference=(0.5, "0.5")),
-              "lesson_nsp")
-        st.dataframe(table, hide_index=True, column_config={"P(IsNext)": number("%.4f"), "L_NSP": number("%.4f")})
+    if answered := ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text_a, text_b), lambda: quiz):
+        with frame.below:
+            chart(answer_bars(table["sentence B"].tolist(), table["P(IsNext)"].tolist(), quiz.answer,
+                              answered.guess, "P(IsNext) for each sentence B", x_title="P(IsNext)",
+                              reference=(0.5, "0.5")), "lesson_nsp")
+            st.dataframe(table, hide_index=True, column_config={"P(IsNext)": number("%.4f"),
+                                                                 "L_NSP": number("%.4f")})
 
 
-def training(ckpt: Checkpoint) -> None:
+def training(ckpt: Checkpoint, frame: ui.Frame) -> None:
     t, vocab = runs.TINY, runs.tiny_vocab_size()
-    st.caption(f"The tiny BERT: {t['layers']} layers of {t['heads']} heads, hidden size {t['hidden']}, "
-               f"{vocab:,} tokens; {t['steps']} steps of AdamW (peak learning rate {t['lr']:g}) on batches of "
-               f"{t['batch_size']} sequences of up to {t['seq_len']} tokens. Seconds on a laptop's CPU.")
+    frame.left.caption(f"The tiny BERT: {t['layers']} layers of {t['heads']} heads, hidden size {t['hidden']}, "
+                       f"{vocab:,} tokens; {t['steps']} steps of AdamW (peak learning rate {t['lr']:g}) on batches "
+                       f"of {t['batch_size']} sequences of up to {t['seq_len']} tokens. Seconds on a laptop's CPU.")
     question, _ = runs.start_question(vocab)
 
-    if ui.ask(question, ("tiny BERT", vocab), lambda: runs.start_loss(vocab, ui.training_run()[2])):
-        seed, train, held_out = ui.training_run()
-        chart(ui.training_chart(train, held_out), "lesson_training")
-        first, last = held_out[0]["mlm_loss"], held_out[-1]["mlm_loss"]
-        st.caption(f"Seed {seed}: held-out loss {first:.3f} at step 0, {last:.3f} after {held_out[-1]['step']} "
-                   f"steps. {runs.frequency_note(held_out, vocab)} The Pretrain page trains for longer.")
-        if st.button("Train again with a new seed", key=K.RETRAIN.name, icon=":material/replay:"):
-            ui.train_live(seed + 1)
-            st.rerun()
+    if ui.ask(frame.bar, question, ("tiny BERT", vocab), lambda: runs.start_loss(vocab, ui.training_run()[2])):
+        with frame.below:
+            seed, train, held_out = ui.training_run()
+            chart(ui.training_chart(train, held_out), "lesson_training")
+            first, last = held_out[0]["mlm_loss"], held_out[-1]["mlm_loss"]
+            st.caption(f"Seed {seed}: held-out loss {first:.3f} at step 0, {last:.3f} after {held_out[-1]['step']} "
+                       f"steps. {runs.frequency_note(held_out, vocab)} The Pretrain page trains for longer.")
+            if st.button("Train again with a new seed", key=K.RETRAIN.name, icon=":material/replay:"):
+                ui.train_live(seed + 1)
+                st.rerun()
 
 
-def fine_tuning(ckpt: Checkpoint) -> None:
-    task = ui.choice(K.TASK, "Task", list(runs.PROBE_TASKS), runs.PROBE_TASKS[0],
-                     format_func=lambda name: f"{name}: {tasks.BUILTIN[name][3]}")
+def fine_tuning(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        task = ui.choice(K.TASK, "Task", list(runs.PROBE_TASKS), runs.PROBE_TASKS[0],
+                         format_func=lambda name: f"{name}: {tasks.BUILTIN[name][3]}")
     about = ui.basis(ckpt, task)
-    if answered := ui.ask(runs.probe_question(), about, lambda: runs.probe_quiz(ui.probes(ckpt, task))):
-        result = ui.probes(ckpt, task)
-        labels = list(result.accuracy)
-        chart(answer_bars(labels, list(result.accuracy.values()), answered.quiz.answer, answered.guess,
-                          f"Dev accuracy of a linear probe, {result.task}", value_format=".1%",
-                          x_title="dev accuracy", reference=(result.majority, "commonest label")),
-              "lesson_finetune")
-        shipped = Path(ckpt.path).resolve() == Path(state.Model.PATH.default).resolve()
-        st.caption(runs.full_fine_tuning(task, shipped))
-        if st.button("Open the Fine-tune page", key=f"{K.REVEAL.name}.finetune", icon=":material/tune:"):
-            st.switch_page("pages/finetune.py")
+    if answered := ui.ask(frame.bar, runs.probe_question(), about, lambda: runs.probe_quiz(ui.probes(ckpt, task))):
+        with frame.below:
+            result = ui.probes(ckpt, task)
+            labels = list(result.accuracy)
+            chart(answer_bars(labels, list(result.accuracy.values()), answered.quiz.answer, answered.guess,
+                              f"Dev accuracy of a linear probe, {result.task}", value_format=".1%",
+                              x_title="dev accuracy", reference=(result.majority, "commonest label")),
+                  "lesson_finetune")
+            shipped = Path(ckpt.path).resolve() == Path(state.Model.PATH.default).resolve()
+            st.caption(runs.full_fine_tuning(task, shipped))
+            if st.button("Open the Fine-tune page", key=f"{K.REVEAL.name}.finetune", icon=":material/tune:"):
+                st.switch_page("pages/finetune.py")
 
 
-def contextual(ckpt: Checkpoint) -> None:
-    word = ui.sentence(K.SENSE_WORD, "Word")
-    first = ui.sentence(K.SENSE_A, "Sentence 1")
-    second = ui.sentence(K.SENSE_B, "Sentence 2 (the word in another sense)")
-    third = ui.sentence(K.SENSE_C, "Sentence 3 (the word in sentence 1's sense again)")
+def contextual(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        word = ui.sentence(K.SENSE_WORD, "Word")
+        first = ui.sentence(K.SENSE_A, "Sentence 1")
+        second = ui.sentence(K.SENSE_B, "Sentence 2 (the word in another sense)")
+        third = ui.sentence(K.SENSE_C, "Sentence 3 (the word in sentence 1's sense again)")
     quiz, table = ui.computed(ckpt, vlv.contextual, word, [first, second, third])
-    if ui.ask(quiz.question, ui.basis(ckpt, word, first, second, third), lambda: quiz):
-        pairs = [vlv.SAME, vlv.OTHER]
-        low = min(0.0, float(table[pairs].min().min()) - 0.05)
-        chart(sense_lines(table, pairs, f"Cosine of sentence 1's “{word.strip()}” with the other two, within "
-                                        "each layer", y_title="cosine", y_range=[low, 1.02]), "lesson_contextual")
-        st.caption("Read the two lines at one layer at a time: each layer has its own geometry (in some, every "
-                   "vector points much the same way), so a cosine at one layer does not compare with one at "
-                   "another. The Representations page compares a word in many sentences, by sense.")
+    if ui.ask(frame.bar, quiz.question, ui.basis(ckpt, word, first, second, third), lambda: quiz):
+        with frame.below:
+            pairs = [vlv.SAME, vlv.OTHER]
+            low = min(0.0, float(table[pairs].min().min()) - 0.05)
+            chart(sense_lines(table, pairs, f"Cosine of sentence 1's “{word.strip()}” with the other two, within "
+                                            "each layer", y_title="cosine", y_range=[low, 1.02]), "lesson_contextual")
+            st.caption("Layer 0 is a function of the token and where it stands (and its segment, where the model has "
+                       "them), not of the words around it; each layer after it mixes in the context. Read the two "
+                       "lines at one layer at a time: each layer has its own geometry (in some, every vector points "
+                       "much the same way), so a cosine at one layer does not compare with one at another. The "
+                       "Representations page compares a word in many sentences, by sense.")
 
 
 STEPS = (tokens, embeddings, heads, softmax, mask, loss, next_sentence, training, fine_tuning, contextual)

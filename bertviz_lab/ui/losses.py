@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import random
 
-import pandas as pd
 import streamlit as st
 
 from bertviz_lab.figures import losses as figs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Losses as K
-from bertviz_lab.ui.tables import number
+from bertviz_lab.ui.tables import by_position, number
 from bertviz_lab.ui.widgets import chart, plain, segments_help
 from bertviz_lab.views import losses as lesson
 
@@ -32,17 +31,13 @@ def move(delta: int, count: int) -> None:
 
 
 # --- The steps -------------------------------------------------------------------------------
-def wide(table: pd.DataFrame) -> pd.DataFrame:
-    """Positions as columns, so a whole sentence fits on a projector; cells shown as text."""
-    return table.set_index("position").T.astype(str).rename(columns=str)
-
-
 def step_tokens(w):
     segments = "Segment A = 0, segment B = 1." if w.segments > 1 else segments_help(w.segments)
     st.caption(f"The tokenizer splits the text into {w.tokenizer_kind} tokens and frames a pair as {plain(w.framing)}. "
                + segments)
     table = lesson.token_table(w)
-    st.dataframe(wide(table[["position", "token", "id", "segment" if "segment" in table else "sentence"]]))
+    for piece in by_position(table[["position", "token", "id", "segment" if "segment" in table else "sentence"]]):
+        st.dataframe(piece)
 
 
 def step_positions(w):
@@ -60,7 +55,8 @@ def step_positions(w):
                "max(1, round(0.15 × the sequence length, [CLS] and [SEP] included)), at most "
                "max_predictions_per_seq. Hugging Face's DataCollatorForLanguageModeling picks each non-special "
                "token with probability 0.15 and has no at-least-one rule.")
-    st.dataframe(wide(lesson.token_table(w)[["position", "token", "can be picked", "picked"]]))
+    for piece in by_position(lesson.token_table(w)[["position", "token", "can be picked", "picked"]]):
+        st.dataframe(piece)
 
 
 def step_actions(w):

@@ -38,6 +38,8 @@ BADGE = {"starting": ("blue", ":material/hourglass_top:"), "running": ("blue", "
          "diverged": ("red", ":material/trending_up:"), "failed": ("red", ":material/error:"),
          "unreadable": ("gray", ":material/help:")}
 STEP = {"lr": 1e-4, "weight_decay": 0.01, "mask_rate": 0.01, "grad_clip": 0.5, "dropout": 0.05}  # of the float inputs
+FORM_KEYS = (K.CORPUS_KIND, K.PASTE, K.PRESET, *K.FORM.values(), K.NSP, K.DEVICE, K.NAME, K.RANDOM_TOKENS,
+             K.PRECISION)  # the form's widgets but the file uploader (whose value cannot be set)
 ADVANCED = ("dropout", "eval_every", "eval_batches", "checkpoint_every", "threads", "grad_clip", "grad_accum",
             "vocab_size")
 
@@ -46,13 +48,12 @@ ADVANCED = ("dropout", "eval_every", "eval_batches", "checkpoint_every", "thread
 def _number(where, name: str) -> None:
     label, kind, help_ = vp.FIELDS[name]
     key, top = K.FORM[name], limits.upper_bound(name)  # the browser refuses a value past the bound at once
-    if kind == "shape":
-        where.number_input(label, value=key.default, step=1, max_value=top, key=key.name, help=help_,
-                           placeholder="preset's")
+    if kind == "shape":  # no value=: the session holds it (FORM_KEYS), so it outlives a visit to another page
+        where.number_input(label, step=1, max_value=top, key=key.name, help=help_, placeholder="preset's")
     elif kind == "int":
-        where.number_input(label, value=key.default, step=1, max_value=top, key=key.name, help=help_)
+        where.number_input(label, step=1, max_value=top, key=key.name, help=help_)
     else:
-        where.number_input(label, value=key.default, step=STEP[name], format=kind, key=key.name, help=help_)
+        where.number_input(label, step=STEP[name], format=kind, key=key.name, help=help_)
 
 
 def run_form(active: int) -> runs.RunInfo | None:
@@ -62,6 +63,9 @@ def run_form(active: int) -> runs.RunInfo | None:
     allowed = cap is None or vp.start_allowed(active, who, cap)
     if not allowed:
         st.warning(vp.cap_note(active, cap), icon=":material/group:")
+    saved = state.get(K.SAVED)  # Streamlit drops the widgets' values while another page is open
+    for key in FORM_KEYS:
+        state.setdefault(key, saved.get(key.name, key.default))
     kind = st.radio("Training text", list(vp.CORPUS), format_func=vp.CORPUS.get, horizontal=True,
                     key=K.CORPUS_KIND.name)
     with st.form("pretrain.form", border=False):
@@ -77,7 +81,7 @@ def run_form(active: int) -> runs.RunInfo | None:
             for col, name in zip(st.columns(4), row):
                 _number(col, name)
         cols = st.columns(4)
-        cols[0].toggle("NSP task", value=K.NSP.default, key=K.NSP.name,
+        cols[0].toggle("NSP task", key=K.NSP.name,
                        help="Next-sentence prediction. Off: the model learns from masked words alone (the ablation).")
         cols[1].selectbox("Device", DEVICE_CHOICES, key=K.DEVICE.name)
         cols[2].text_input("Run name (optional)", key=K.NAME.name, placeholder="run-date-time")
@@ -91,6 +95,7 @@ def run_form(active: int) -> runs.RunInfo | None:
                     col.selectbox("Precision", PRECISIONS, key=K.PRECISION.name)
         submitted = st.form_submit_button("Start training", type="primary", key=K.START.name,
                                           icon=":material/play_arrow:", disabled=not allowed)
+    state.put(K.SAVED, {key.name: state.get(key) for key in FORM_KEYS})
     if not submitted:
         return None
     try:
@@ -153,6 +158,8 @@ def _live(run_dir: str) -> None:
         st.rerun()  # the whole page: the run table and the "Use this model" button change too
     curves = curves_of(run.path)
     status_row(run)
+    if note := vp.warmup_note(run.config):
+        st.warning(note, icon=":material/trending_flat:")
     st.progress(min(1.0, run.step / max(run.total_steps, 1)), text=vp.progress_text(run, curves.train))
     nsp = run.config.get("nsp", True)
     metric_row(curves, nsp)

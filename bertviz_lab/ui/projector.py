@@ -14,6 +14,7 @@ import streamlit as st
 
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Classroom
+from bertviz_lab.ui.tables import SCROLL_CUE
 
 ON, SEEN = Classroom.PROJECTOR, Classroom.PROJECTOR_READ
 FONT, SMALL_FONT, TITLE_FONT = 20, 17, 24  # chart text in projector view, in px
@@ -33,6 +34,7 @@ html { font-size: 22px; }
 .stMain [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { zoom: 1.25; max-width: calc(100% / 1.25); }
 .stMain code { color: #000; }
 .stMain h1 { font-size: 2.0rem; padding-top: 0.2rem; }
+.stMain [data-testid="stRadio"] label [data-testid="stMarkdownContainer"] p { font-size: 1rem; }
 </style>"""
 
 
@@ -50,8 +52,10 @@ def read_link() -> None:
 
 
 def apply() -> None:
-    """Fold or unfold the sidebar to match the switch and, when on, enlarge everything. Call it first."""
+    """Fold or unfold the sidebar to match the switch and, when on, enlarge everything; on every page, give wide tables
+    a visible scrollbar (tables.SCROLL_CUE). Call it first."""
     st.set_page_config(initial_sidebar_state="collapsed" if on() else "auto")
+    st.html(SCROLL_CUE)  # in either view: a table wider than its box shows its scrollbar
     if on():
         st.html(CSS)
 
@@ -65,15 +69,17 @@ def leave() -> None:
     state.put(ON, False)
 
 
-def enlarge(fig: go.Figure) -> go.Figure:
-    """A copy of `fig` with text sized for a projector (the original may be cached and shared)."""
+def enlarge(fig: go.Figure, ticks: bool = True) -> go.Figure:
+    """A copy of `fig` with text sized for a projector (the original may be cached and shared). `ticks=False`
+    keeps the figure's own tick labels (a grid of small squares whose token labels must fit beside them)."""
     if not on():
         return fig
     big = go.Figure(fig)
     big.update_layout(font_size=FONT, font_color="#000", title_font_size=TITLE_FONT, legend_font_size=SMALL_FONT,
                       hoverlabel_font_size=FONT)
-    big.update_xaxes(tickfont_size=SMALL_FONT, title_font_size=FONT, automargin=True)
-    big.update_yaxes(tickfont_size=SMALL_FONT, title_font_size=FONT, automargin=True)
+    tick = {"tickfont_size": SMALL_FONT} if ticks else {}
+    big.update_xaxes(title_font_size=FONT, automargin=True, **tick)
+    big.update_yaxes(title_font_size=FONT, automargin=True, **tick)
     big.update_annotations(font_size=SMALL_FONT)
     big.update_traces(textfont_size=SMALL_FONT, selector=lambda t: "textfont" in t)
     if big.layout.height:

@@ -1,4 +1,5 @@
-""""What BERT reads": the input as the model's tokens, with a word of warning where it reads words badly."""
+""""What BERT reads": the input as the model's tokens, with a word of warning where it reads words badly; and the
+guesses on one line right under the sentence box, so typing shows its effect without scrolling."""
 
 from __future__ import annotations
 
@@ -8,9 +9,23 @@ from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.ui.models import BOX
 from bertviz_lab.ui.widgets import plain
+from bertviz_lab.views.predict import MaskReport, share
 from bertviz_lab.views.reading import MANY_PIECES, listed, reading
 
 HUB_EXAMPLE = "bert-base-uncased"
+LINE_GUESSES = 3  # guesses per mask on the line under the sentence box
+
+
+def guesses_line(report: MaskReport, temperature: float, masks_shown: int) -> str:
+    """The top guesses of the first `masks_shown` masks on one line (Markdown); the tables and charts say the rest."""
+    masks = report.independent.masks
+    parts = [f"#{i + 1} → " + " · ".join(f"**{plain(c.token)}** {share(c.prob)}" if r == 0 else
+                                         f"{plain(c.token)} {share(c.prob)}"
+                                         for r, c in enumerate(m.candidates[:LINE_GUESSES]))
+             for i, m in enumerate(masks[:masks_shown])]
+    more = f"; {len(masks) - masks_shown} more masks below" if len(masks) > masks_shown else ""
+    tempered = "" if temperature == 1 else f" (at τ = {temperature:g})"
+    return f"Guesses{tempered}: " + ";  ".join(parts) + more
 
 
 def what_bert_reads(ckpt: Checkpoint, encoding: Encoding, text_a: str, text_b: str | None) -> None:

@@ -113,21 +113,58 @@ def contexts_tab(ckpt: Checkpoint) -> None:
     _verdict(found, layer)
     left, right = st.columns(2)
     with left:
-        if found.by_sense[[rv.SAME, rv.CROSS]].notna().all().all():
-            chart(figs.sense_lines(found.by_sense, [rv.SAME, rv.CROSS], "Mean similarity by layer"),
-                  f"same_vs_different_{wic.word}")
-            st.caption("Read the two lines at one layer at a time: each layer has its own geometry (anisotropy, "
-                       "see Embedding geometry), so a cosine at one layer does not compare with one at another.")
-        else:
-            st.info("Give at least two sentences one sense and one sentence another (“money | …”, "
-                    "“river | …”) to compare same-sense and different-sense pairs.")
+        _sense_chart(found)
     with right:
+        spanned = rv.components(found.explained[layer])
         chart(figs.projection_scatter(found.points[layer], list(found.senses), list(wic.sentences),
-                                      found.explained[layer], f"Two principal components · layer "
-                                      f"{figs.layer_name(layer)}"), f"pca_{wic.word}_L{layer}")
-    st.caption("The projection (PCA) keeps the two directions in which this layer's vectors differ most; "
-               "numbers are the sentences' lines. A 2-D picture drops the other dimensions, so trust the matrix "
-               "for distances.")
+                                      found.explained[layer], ("Two principal components" if spanned == 2 else
+                                                               "The principal component" if spanned else
+                                                               "The vectors") + f" · layer {figs.layer_name(layer)}"),
+              f"pca_{wic.word}_L{layer}")
+    st.caption(_projection_note(len(wic.sentences), spanned))
+
+
+def _projection_note(sentences: int, spanned: int) -> str:
+    if spanned == 2:
+        return ("The projection (PCA) keeps the two directions in which this layer's vectors differ most; numbers "
+                "are the sentences' lines. A 2-D picture drops the other dimensions, so trust the matrix for "
+                "distances.")
+    if spanned == 1 and sentences == 2:
+        return ("Two points span one direction: the projection (PCA) has one component, the line through them, "
+                "so the map is that line and holds all of their difference. Give three sentences or more for a "
+                "2-D map.")
+    if spanned == 1:
+        return ("At this layer these vectors differ along one direction only: the projection (PCA) has one "
+                "component, so the map is a line.")
+    return "At this layer the word's vectors in these sentences are equal: there is no direction to draw."
+
+
+def _sense_chart(found: Contexts) -> None:
+    """Same-sense and different-sense cosines by layer: the lines that have pairs, and a note for a missing one."""
+    same, cross = rv.pairs(list(found.senses))
+    drawn = [column for column, n in ((rv.SAME, same), (rv.CROSS, cross)) if n]
+    if not drawn:
+        st.info("Give at least two sentences one sense and one sentence another (“money | …”, "
+                "“river | …”) to compare same-sense and different-sense pairs.")
+        return
+    single = same + cross == 1
+    title = ("Cosine of the one " + ("same" if same else "different") + "-sense pair" if single else
+             "Mean similarity") + " by layer"
+    chart(figs.sense_lines(found.by_sense, drawn, title, "cosine" if single else "mean cosine"),
+          f"same_vs_different_{found.wic.word}")
+    if same and cross:
+        st.caption(f"Means over {_count(same, 'same-sense pair')} and {_count(cross, 'different-sense pair')}. "
+                   "Read the two lines at one layer at a time: each layer has its own geometry (anisotropy, see "
+                   "Embedding geometry), so a cosine at one layer does not compare with one at another.")
+        return
+    has, lacks, add = (("different", "same", "a sentence with a sense one of them already has") if cross else
+                       ("same", "different", "a sentence with another sense"))
+    st.info(f"These sentences make {_count(same + cross, has + '-sense pair')} and no {lacks}-sense pair, so "
+            f"there is no {lacks}-sense line: add {add} (“sense | sentence”) to compare the two at each layer.")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _verdict(found: Contexts, layer: int) -> None:

@@ -13,7 +13,8 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from bertviz_lab.ui import classroom
+from bertviz_lab.ui import classroom, state
+from bertviz_lab.ui.state import Classroom
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # as urlsplit().hostname gives them: IPv6 without brackets
 
@@ -49,9 +50,27 @@ def qr_code(url: str) -> str | None:
         return None
 
 
-def share_box(where, page: str, query: dict, left_out: dict[str, str]) -> str | None:
-    """The link, its QR code, and what the link leaves out (name -> the sentence to show, from links.query);
-    returns the link (None where there is none)."""
+QR_IN_POPOVER = 300  # px: the projector toolbar's popover is about 536 px tall at 1024 x 768; this fits below the link
+QR_FULL_SCREEN = 520  # px: what a 1024 x 768 screen holds below the dialog's title; scanned from the back of a room
+
+
+@st.dialog("Scan to open this view", width="large")
+def full_screen(svg: str) -> None:
+    """The QR code as large as the screen allows, over the page until closed (its X, or Esc)."""
+    st.container(horizontal_alignment="center").image(svg, width=QR_FULL_SCREEN)
+
+
+def _ask_full_screen() -> None:
+    """The button's callback, before the run: close the Share popover (it would cover the dialog), open the dialog."""
+    state.put(Classroom.QR_SHOW, True)
+    if Classroom.SHARE_OPEN.name in st.session_state:
+        state.put(Classroom.SHARE_OPEN, False)
+
+
+def share_box(where, page: str, query: dict, left_out: dict[str, str], popover: bool = False) -> str | None:
+    """The link, its QR code, a button that shows the code full screen, and what the link leaves out (name -> the
+    sentence to show, from links.query); returns the link (None where there is none). popover: drawn in the
+    projector toolbar's popover, where the code is QR_IN_POPOVER wide so it is seen whole without scrolling."""
     url = link(page, query)
     if url is None:
         where.caption("The link to this view appears here when the app is open in a browser"
@@ -64,7 +83,13 @@ def share_box(where, page: str, query: dict, left_out: dict[str, str]) -> str | 
     if svg is None:
         where.caption("This link is too long for a QR code: share it as text.")
     else:
-        where.image(svg, width="stretch")
+        code, beside = where.columns([3, 2], vertical_alignment="center") if popover else (where, where)
+        code.image(svg, width=QR_IN_POPOVER if popover else "stretch")  # in the popover: the button beside it
+        beside.button("Full screen", key=Classroom.QR_FULL.name, icon=":material/fullscreen:", width="stretch",
+                      on_click=_ask_full_screen, help="Show the QR code full screen, to scan from the back of a room.")
+        if state.get(Classroom.QR_SHOW):
+            state.put(Classroom.QR_SHOW, False)
+            full_screen(svg)
     if left_out:
         where.caption("Left out of the link: " + "; ".join(left_out.values()) + ".")
     return url

@@ -61,14 +61,17 @@ class Key:
 
 @dataclass(frozen=True)
 class Sentences:
-    """The keys of one page's sentence inputs (`ui.widgets.sentence_inputs`)."""
+    """The keys of one page's sentence inputs (`ui.widgets.sentence_inputs`), and the serial number of the
+    learner's sentence (`Yours.SENTENCE`) the page last showed (None: not drawn yet in this session)."""
     text_a: Key
     pair: Key
     text_b: Key
+    seen: Key
 
     @classmethod
     def of(cls, page: str, text_a: str, text_b: str = "") -> "Sentences":
-        return cls(Key(f"{page}.text_a", text_a), Key(f"{page}.pair", bool(text_b)), Key(f"{page}.text_b", text_b))
+        return cls(Key(f"{page}.text_a", text_a), Key(f"{page}.pair", bool(text_b)), Key(f"{page}.text_b", text_b),
+                   Key(f"{page}.seen"))
 
 
 # --- Helpers: the only way pages and ui/ touch session state --------------------------------------
@@ -82,6 +85,11 @@ def put(key: Key, value) -> None:
 
 def forget(key: Key) -> None:
     st.session_state.pop(key.name, None)
+
+
+def held(key: Key) -> bool:
+    """Whether the session holds a value (Streamlit drops a widget's value after a run that does not draw it)."""
+    return key.name in st.session_state
 
 
 def init(*keys: Key) -> None:
@@ -133,6 +141,13 @@ class Classroom:
     # (page, the query the notes are about (None until the page's first publish), the notes, what its link set)
     NOTES = Key("links.notes")
     HANDOUT = Key("handout.views")  # page script hash -> handout.View, the most recently closed last
+    QR_FULL = Key("share.qr_full")  # "Show the QR code full screen" (ui/share.py)
+    QR_SHOW = Key("share.qr_show", False)  # that button was clicked: this run opens the full-screen code
+    SHARE_OPEN = Key("share.open")  # the projector toolbar's Share popover is open (closed for the full screen)
+
+
+class Yours:  # the sentence the learner typed last on a page with sentence inputs (ui/yours.py)
+    SENTENCE = Key("yours.sentence")  # ui.yours.Typed, or None before the learner types
 
 
 class Model:
@@ -161,14 +176,14 @@ class Attention:
     SENTENCES = Sentences.of("attn", "the animal did not cross the street because it was too tired .")
     LAYER = Key("attn.layer", 0, one_of)
     HEAD = Key("attn.head", 0, one_of)
-    MEAN = Key("attn.mean", False)
-    HIDE = Key("attn.hide", False)
+    MEAN, HIDE = Key("attn.mean", False), Key("attn.hide", False)
     RANGE = Key("attn.range", None, span)  # (first, last) tokens shown of a long input; None: the first 64
     BLOCK = Key("attn.block", "all", one_of)  # queries -> keys block of a sentence pair
     GRID = Key("attn.grid", False)  # the all-heads expander is open
     CSV = Key("attn.csv")
     OFF = Key("attn.off", (), some_of)  # heads switched off, e.g. ["L0 H1"]
     QUERY = Key("attn.query", None, one_of)  # None: the page's default query
+    TOKENS = Key("attn.tokens")  # the tokens QUERY and KEY were picked among: a new sentence re-checks them
     TAU = Key("attn.tau", 1.0)
     KEY = Key("attn.key", None, one_of)  # None: the query's strongest key
 
@@ -231,7 +246,7 @@ class Pretrain:
     LAYER = Key("pretrain.layer", 0, one_of)
     HEAD = Key("pretrain.head", 0, one_of)
     COMPARE = Key("pretrain.compare", (), some_of)  # runs overlaid on shared axes
-
+    SAVED = Key("pretrain.saved", {})  # the form's values (key name -> value): restored after another page
 
 
 class Finetune:
@@ -253,9 +268,10 @@ class Finetune:
     NOTICE = Key("finetune.notice")  # a Stop/Resume/Delete refusal, shown once on the next run of the page
     COMPARE = Key("finetune.compare", (), some_of)  # runs overlaid on shared axes
     TAB = Key("finetune.tab", None, one_of)  # the open tab of the chosen run's results; None: the first
-    TEXT = Key("finetune.text")  # "Try it": None until set from the run's first dev example
-    TEXT_B = Key("finetune.text_b")
+    TEXT, TEXT_B = Key("finetune.text"), Key("finetune.text_b")  # "Try it": None until set from a dev example
     TRY_RUN = Key("finetune.try_run")  # the run whose example filled TEXT
+    SAVED = Key("finetune.saved", {})  # the form's values (key name -> value): restored after another page
+    DEMO = Key("finetune.demo")  # the "Class demo settings" button
 
 class TimeLapse:
     SOURCE = Key("lapse.source", None, one_of)  # the history shown: a shipped model's name, or "run NAME"
@@ -268,8 +284,8 @@ class TimeLapse:
     STEP = Key("lapse.step")  # the frame shown (a step); the player moves it while PLAYING
     PLAYING = Key("lapse.playing", False)
     PLAY = Key("lapse.play")
-    FROM = Key("lapse.from", None, one_of)  # the two steps compared
-    TO = Key("lapse.to", None, one_of)
+    FROM, TO = Key("lapse.from", None, one_of), Key("lapse.to", None, one_of)  # the two steps compared
+    OWN = Key("lapse.own", "")  # a sentence typed on this page: a probe run on the history's kept checkpoints
 
 
 class Representations:
@@ -302,8 +318,7 @@ class Shapes:
     HEADS = Key("shapes.heads", 4)
     INTERMEDIATE = Key("shapes.intermediate", 64)
     ROW = Key("shapes.row", 0, one_of)  # the sentence whose attention is drawn
-    LAYER = Key("shapes.layer", 0, one_of)  # its layer and head: fewer after the sizes shrink
-    HEAD = Key("shapes.head", 0, one_of)
+    LAYER, HEAD = Key("shapes.layer", 0, one_of), Key("shapes.head", 0, one_of)  # fewer after the sizes shrink
     INPUTS = (SOURCE, TEXT, MODEL, HIDDEN, LAYERS, HEADS, INTERMEDIATE, ROW, LAYER, HEAD)
 
 

@@ -14,7 +14,7 @@ from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import ExportError, InputError
 from bertviz_lab.figures import export
 from bertviz_lab.figures.attention import export_config
-from bertviz_lab.ui import handout, projector
+from bertviz_lab.ui import handout, projector, yours
 from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Sentences
 from bertviz_lab.views import inputs
@@ -41,16 +41,19 @@ def segments_help(segments: int) -> str:
 
 
 def sentence_inputs(keys: Sentences, config: BertConfig | None = None) -> tuple[str, str | None]:
-    """Sentence A and, when the pair toggle is on, sentence B (None when empty). `config`: the active model's,
-    so the toggle's help says whether it has segment embeddings."""
+    """Sentence A and, when the pair toggle is on, sentence B (None when empty), opening on the sentence the
+    learner typed last on another page (ui/yours.py). `config`: the active model's, so the toggle's help says
+    whether it has segment embeddings."""
+    yours.adopt(keys)  # the sentence the learner typed on another page, if newer than this page's
+    publish = partial(yours.publish, keys)
     text_a = st.text_area("Sentence A", value=keys.text_a.default, key=keys.text_a.name, height=80,
-                          max_chars=MAX_CHARS)
-    pair = st.toggle("Add a second sentence", value=keys.pair.default, key=keys.pair.name,
+                          max_chars=MAX_CHARS, on_change=publish)
+    pair = st.toggle("Add a second sentence", value=keys.pair.default, key=keys.pair.name, on_change=publish,
                      help=None if config is None else segments_help(config.type_vocab_size))
     text_b = None
     if pair:
         text_b = st.text_area("Sentence B", value=keys.text_b.default, key=keys.text_b.name, height=68,
-                              max_chars=MAX_CHARS)
+                              max_chars=MAX_CHARS, on_change=publish)
     return text_a, (text_b if text_b and text_b.strip() else None)
 
 
@@ -74,12 +77,13 @@ def encode_or_stop(ckpt: Checkpoint, text_a: str, text_b: str | None) -> Encodin
 
 
 def chart(fig, filename: str, where=st, key: str | None = None, theme: str | None = None,
-          frame: bool = False) -> None:
+          frame: bool = False, keep_ticks: bool = False) -> None:
     """A figure at its own colours (theme="streamlit": Streamlit's), whose camera button saves `filename`.png,
     with an Export menu under it and a place in the handout (ui/handout.py). `key`: the chart's element key,
     needed where a page draws two charts of one `filename`. `frame`: one frame of a chart that grows while a
-    job runs, drawn only (the finished chart is the one to export and to hand out)."""
-    where.plotly_chart(projector.enlarge(fig), theme=theme, key=key, config=export_config(filename))
+    job runs, drawn only (the finished chart is the one to export and to hand out). `keep_ticks`: projector view
+    leaves the figure's tick labels at their size (labels sized to fit small squares)."""
+    where.plotly_chart(projector.enlarge(fig, ticks=not keep_ticks), theme=theme, key=key, config=export_config(filename))
     if frame:
         return
     with where.container():  # exports and the handout keep the figure's own size

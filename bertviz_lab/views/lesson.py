@@ -14,6 +14,7 @@ steps (3, 4) in `views/lesson_heads.py`, the two that train (8, 9) in `views/les
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import random
 import re
@@ -175,15 +176,15 @@ def first_mask(encoding: Encoding, tokenizer: WordPieceTokenizer) -> int:
 
 def mask_guess(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
                encoding: Encoding) -> tuple[Quiz, predict.MaskPrediction]:
-    """BERT's top four guesses at the first [MASK] and one word of the sentence, shuffled; the answer is its top-1."""
+    """BERT's top five guesses at the first [MASK], shuffled (its fifth below the four it ranks); the answer is its
+    top-1."""
     needs(model, "mlm")
     position = first_mask(encoding, tokenizer)
     read = predict.predict_at(model, tokenizer, encoding, [position], predict.ReadOptions(top_k=min(
         10, tokenizer.vocab_size)))
     mask = read.masks[0]
     top = [c.token for c in mask.candidates[:4]]
-    decoys = [t for t, i in zip(encoding.tokens, encoding.ids) if i not in tokenizer.special_ids and t not in top]
-    decoys += [c.token for c in mask.candidates[4:]]
+    decoys = [c.token for c in mask.candidates[4:]]  # its fifth guess: the same kind as the four, never a giveaway
     best = mask.candidates[0]
     return (ranked(Question(f"Which word will BERT put at [MASK] (position {position})?",
                             shuffled(top + decoys[:1], " ".join(encoding.tokens))),
@@ -242,13 +243,41 @@ def loss_panel(m: losses.MaskedPrediction) -> dict:
 
 
 # --- 7. Next sentence prediction ---------------------------------------------------------------------
+def lowers(tokenizer: WordPieceTokenizer) -> bool:
+    """Whether the tokenizer reads text in lower case: its own flag, or a normalizer that lower-cases."""
+    return tokenizer.lowercase or (tokenizer.normalizer is not None and tokenizer.normalizer.normalize_str("A") == "a")
+
+
+def spaced(text: str, tokenizer: WordPieceTokenizer) -> str:
+    """A sentence with words and punctuation apart and single spaces, in lower case only where the tokenizer
+    lower-cases (a cased model reads the capitals as typed): the typed sentence B and the corpus's one are
+    written alike, so no spacing gives the answer away, and the model reads what the class typed."""
+    return " ".join(re.findall(r"\w+|[^\w\s]", text.lower() if lowers(tokenizer) else text))
+
+
+def written_note(tokenizer: WordPieceTokenizer) -> str:
+    """How step 7 writes both sentences B (`spaced`), in words: true of this model's tokenizer."""
+    case = ("in lower case, as this model reads them" if lowers(tokenizer) else
+            "capitals as typed, since this model tells them from small letters")
+    return f"Both are written alike: words and punctuation apart, one space between, {case}."
+
+
+def random_b(tokenizer: WordPieceTokenizer, typed: str) -> str:
+    """The NotNext sentence B: a sentence of the built-in world, as `spaced` writes it, never the typed one
+    (`typed`, written alike): the draw for SEED, else for SEED + 1, and so on, the same for every class."""
+    draws = (spaced(lv.random_sentence(SEED + k), tokenizer) for k in itertools.count())
+    return next(sentence for sentence in draws if sentence != typed)
+
+
 def next_sentence(model: BertForPreTraining, tokenizer: WordPieceTokenizer, text_a: str,
                   text_b: str) -> tuple[Quiz, pd.DataFrame]:
-    """P(IsNext) for the class's sentence B and for a random sentence of the built-in world after A."""
+    """P(IsNext) for the class's sentence B and for a random sentence of the built-in world after A, both written
+    alike (`spaced`) and read by the model as written."""
     needs(model, "nsp")
     if not text_b.strip():
         raise InputError("type a second sentence B that continues sentence A")
-    candidates = [(text_b.strip(), losses.IS_NEXT), (lv.random_sentence(SEED, avoid=text_b), losses.NOT_NEXT)]
+    typed = spaced(text_b, tokenizer)
+    candidates = [(typed, losses.IS_NEXT), (random_b(tokenizer, typed), losses.NOT_NEXT)]
     rows = []
     for sentence, label in candidates:
         encoding = inputs.encode(tokenizer, model, text_a, sentence, allow_truncation=False)

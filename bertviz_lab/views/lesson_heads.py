@@ -199,3 +199,16 @@ def strongest_key(view: av.AttentionView, layer: int, head: int, query: int) -> 
                    f"(after subtracting the largest score). The exps of all keys add up to {row[av.SUM]:.4f}, so "
                    f"its weight is {row[av.EXP]:.4f} / {row[av.SUM]:.4f} = {row[av.WEIGHT]:.4f}."),
             steps)
+
+
+def steps_table(steps: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The softmax steps as few columns as tell them (key, q·k, the score, exp, weight), so the table fits a
+    projector's width; the mask column only where it masks a key, Σ exp (one number) in the note beside it."""
+    score = next(c for c in steps.columns if c.startswith("÷"))
+    masked = bool((steps[av.MASK] != 0).any())
+    columns = [av.KEY, av.DOT, score, *([av.MASKED] if masked else []), av.EXP, av.WEIGHT]
+    table = steps[columns].rename(columns={score: "score", av.MASKED: "masked", av.EXP: "exp", av.WEIGHT: "weight"})
+    note = (f"score = q·k ÷ {score[1:].removesuffix(' = score')}; exp is taken after subtracting the largest score (the weights stay the same); the exps add up to "
+            f"Σ exp = {steps[av.SUM].iloc[0]:.4f}, and each weight is its exp ÷ Σ exp."
+            + ("" if masked else " No key is masked here, so the mask adds 0 to every score."))
+    return table, note

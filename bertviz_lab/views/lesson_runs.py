@@ -106,19 +106,17 @@ def train_tiny(seed: int = 0, report: Callable[[dict], None] = lambda record: No
     return records
 
 
-START_LEVELS = (3.0, 1.0, 0.0)  # the other options of the start question, each "about" a round loss
+START_SHARES = (1.5, 1.0, 0.45, 0.1)  # the start question's options: these multiples of ln V, high to low
 
 
 def start_question(vocab_size: int) -> tuple[Question, dict[str, float]]:
-    """Where will the MLM loss start, before any learning? Options of one form ("about 7.7", "about 3", ...), one of
-    them ln V for this vocabulary, the others round levels at least 1 away from it; the loss each one names."""
-    chance = round(math.log(vocab_size), 1)
-    levels = {f"about {chance:g}": math.log(vocab_size)}
-    levels.update({f"about {level:g}": level for level in START_LEVELS if abs(level - chance) >= 1})
-    order = sorted(levels, key=levels.get, reverse=True)  # a scale, high to low
+    """Where will the MLM loss start, before any learning? Options of one form ("about 11.5", "about 7.7", "about
+    3.5", "about 0.8": one decimal each), multiples of ln V for this vocabulary, one of them ln V itself; the loss
+    each one names."""
+    chance = math.log(vocab_size)
+    levels = {f"about {share * chance:.1f}": share * chance for share in START_SHARES}
     return (Question("Before any training step (step 0), what will the held-out MLM loss be, in nats (natural "
-                     f"log)? The vocabulary has V = {vocab_size:,} tokens.", tuple(order)),
-            {label: levels[label] for label in order})
+                     f"log)? The vocabulary has V = {vocab_size:,} tokens.", tuple(levels)), levels)
 
 
 def start_loss(vocab_size: int, held_out: list[dict]) -> Quiz:

@@ -25,6 +25,7 @@ from bertviz_lab.views import representations as rv
 from bertviz_lab.views.lesson import NEAR, Question, Quiz, ranked, shuffled
 
 RANKED = 2_000  # nearest embedding rows ranked to draw the embedding question's options from
+OPTIONS = 4  # the embedding question's options, all of the word's kin: the nearest, then three spread (`_spread`)
 FUNCTION_WORDS = frozenset("a an the this that on in at of to for from by with and or but is was are were be it he she "
                            "they i you we his her its their my our your not".split())
 
@@ -46,6 +47,12 @@ def embedding_words(encoding: Encoding, tokenizer: WordPieceTokenizer) -> list[s
     return list(found.values())
 
 
+def askable_words(encoding: Encoding, tokenizer: WordPieceTokenizer) -> list[str]:
+    """The sentence's one-entry words (`embedding_words`) with at least OPTIONS kin (the word itself left out)
+    that are one entry each: the words the embedding question can ask about with options of the word's own kind."""
+    return [w for w in embedding_words(encoding, tokenizer) if len(kin_ids(tokenizer, shown(w))) >= OPTIONS]
+
+
 def content_word(words: list[str]) -> str:
     """The first word that is not a function word (the embeddings step asks about it first), else the first."""
     return next((w for w in words if shown(w).lower() not in FUNCTION_WORDS), words[0])
@@ -63,16 +70,22 @@ def kin(word: str) -> list[str]:
     return list(found)
 
 
-def _kin_cosines(model: BertForPreTraining, tokenizer: WordPieceTokenizer, token_id: int,
-                 word: str) -> pd.DataFrame:
-    """`word`'s kin that are one vocabulary entry each, with the cosine of each one's embedding row with
-    `token_id`'s, nearest first."""
+def kin_ids(tokenizer: WordPieceTokenizer, word: str) -> dict[str, int]:
+    """`word`'s kin that are one vocabulary entry each, with their ids."""
     ids = {}
     for other in kin(word):
         try:
             ids[other] = neighbours.vocabulary_id(tokenizer, other)
         except InputError:  # several pieces or unknown: not one row of the matrix
             continue
+    return ids
+
+
+def _kin_cosines(model: BertForPreTraining, tokenizer: WordPieceTokenizer, token_id: int,
+                 word: str) -> pd.DataFrame:
+    """`word`'s kin that are one vocabulary entry each, with the cosine of each one's embedding row with
+    `token_id`'s, nearest first."""
+    ids = kin_ids(tokenizer, word)
     table = torch.nn.functional.normalize(model.bert.embeddings.word_embeddings.weight.detach().float(), dim=-1)
     cosine = (table[list(ids.values())] @ table[token_id]).tolist() if ids else []
     return (pd.DataFrame({neighbours.COSINE: cosine, neighbours.TOKEN: list(ids)})
@@ -83,7 +96,7 @@ def _spread(words: pd.DataFrame) -> pd.DataFrame:
     """Four rows of a ranking (nearest first), or none when it has fewer: its first, then three spread over the
     rest, first, middle and last, taken from those at least NEAR below it where three are (so the answer is
     clear of a near tie when the list allows)."""
-    if len(words) < 4:
+    if len(words) < OPTIONS:
         return words.iloc[:0]
     clear = words.iloc[1:][words[neighbours.COSINE].iloc[1:] <= words[neighbours.COSINE].iloc[0] - NEAR]
     rest = clear if len(clear) >= 3 else words.iloc[1:]
@@ -93,10 +106,10 @@ def _spread(words: pd.DataFrame) -> pd.DataFrame:
 
 def embeddings(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
                token: str) -> tuple[Quiz, pd.DataFrame, pd.DataFrame]:
-    """Which of four words has the embedding row nearest to `token`'s (a vocabulary entry)? Where the story world
-    has a list of its kind (`kin`: the pets for "cat"), the options are four of those, so every option is a
-    plausible neighbour and the class must think about the vectors; else the nearest row and three from far down
-    the ranking. Returns the quiz, the options' cosines (best first) and the ranking's first rows."""
+    """Which of four words has the embedding row nearest to `token`'s (a vocabulary entry)? The options are four
+    words of the story world's list of its kind (`kin`: the pets for "cat"), so every option is a plausible
+    neighbour of one kind and the class must think about the vectors; a word without four such words is an
+    InputError. Returns the quiz, the options' cosines (best first) and the ranking's first rows."""
     token_id = tokenizer.token_to_id(token)
     if token_id is None or token_id in tokenizer.special_ids:
         raise InputError(f"{token!r} is not a word of this model's vocabulary")
@@ -105,17 +118,11 @@ def embeddings(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
     nearest[neighbours.TOKEN] = nearest[neighbours.TOKEN].map(shown)
     word = shown(token)
     picks = _spread(_kin_cosines(model, tokenizer, token_id, word))
-    if len(picks) == 4:
-        chosen = (f"The options are four of the story world's words of the same kind as “{word}” (the lexicon "
-                  f"lists {', '.join(kin(word))}): the nearest of them, then three spread over the rest.")
-    else:
-        words = nearest[nearest[neighbours.TOKEN].map(str.isalpha)].drop_duplicates(neighbours.TOKEN)
-        words = words[words[neighbours.TOKEN] != word].reset_index(drop=True)
-        if len(words) < 4:
-            raise InputError(f"the vocabulary has too few whole words near “{word}” to ask about")
-        n = len(words)
-        picks = words.iloc[[0, max(1, n // 40), max(2, n // 5), n - 1]]  # the nearest, then ever farther
-        chosen = "The options are its nearest whole word and three from ever farther down the ranking."
+    if len(picks) < OPTIONS:  # options of another kind would give the answer away: the one of the word's kind
+        raise InputError(f"this model's vocabulary has too few words of “{word}”'s kind in the story world (each "
+                         "one token) to ask about it: pick another word")
+    chosen = (f"The options are four of the story world's words of the same kind as “{word}” (the lexicon "
+              f"lists {', '.join(kin(word))}): the nearest of them, then three spread over the rest.")
     options = shuffled(picks[neighbours.TOKEN].tolist(), word)
     cosine = dict(zip(picks[neighbours.TOKEN], picks[neighbours.COSINE].astype(float)))
     rest = ", ".join(f"{t} {c:.3f}" for t, c in cosine.items())

@@ -212,6 +212,14 @@ def entropy_label(temperature: float) -> str:
     return "entropy (nats)" if temperature == 1 else f"entropy at τ = {temperature:g} (nats)"
 
 
+def share(p: float) -> str:
+    """A probability as a percentage a reader can tell apart from zero: whole percents from 10%, two significant
+    digits below (an untrained model's guesses read "0.046%", not "0%"), as the guesses chart's axis does."""
+    if p >= 0.1:
+        return f"{p:.0%}"
+    return f"{100 * p:.2g}%" if 100 * p >= 0.001 else "< 0.001%"
+
+
 def candidate_rows(mask: MaskPrediction) -> list[dict]:
     """One mask's top-k as table rows: rank, token, probability, logit."""
     return [{"rank": rank, "token": c.token, "probability": c.prob, "logit": c.logit}

@@ -25,6 +25,7 @@ from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures.training import Curves
 from bertviz_lab.pretrain import records, resources, runs
 from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.loop import warmup_then_decay
 
 DEFAULTS = TrainConfig()
 CORPUS = {"builtin": "Built-in story world", "upload": "Upload a .txt file", "paste": "Paste text"}
@@ -186,6 +187,23 @@ def describe(config: dict) -> str:
     return (f"{cfg.preset} {shape.num_hidden_layers}×{shape.hidden_size} ({shape.num_attention_heads} heads), "
             f"{corpus}, NSP {'on' if cfg.nsp else 'off'}, random tokens: "
             f"{'whole vocabulary' if cfg.random_tokens == 'vocabulary' else 'word pieces'}, seed {cfg.seed}")
+
+
+def warmup_note(config: dict) -> str | None:
+    """What a warmup at least as long as the run does to the learning rate (a teacher's 60 steps under the
+    classroom preset's 100 warmup steps), from the schedule the trainer uses; None when the run outlasts it."""
+    steps, warmup = config.get("steps"), config.get("warmup")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (steps, warmup)) or not 0 < steps <= warmup:
+        return None
+    first, last = warmup_then_decay(0, warmup, steps), warmup_then_decay(steps - 1, warmup, steps)  # O(1): a refresh
+    return (f"Warmup ({_steps(warmup)}) is as long as the run or longer ({_steps(steps)}): the whole run is warmup. "
+            f"The learning rate climbs from {first:.1%} of its peak and reaches {last:.0%} of it only at the last "
+            f"step, so it never decays. The classroom preset warms up for {DEFAULTS.warmup:,} of its "
+            f"{DEFAULTS.steps:,} steps: for a shorter run, lower Warmup steps in proportion.")
+
+
+def _steps(n: int) -> str:
+    return f"{n:,} step" + ("" if n == 1 else "s")
 
 
 def eta_seconds(train: pd.DataFrame, total_steps: int, window: int = 50) -> float | None:

@@ -32,6 +32,7 @@ from bertviz_lab.views.words import check_word, find_word, unknown
 MAX_SENTENCES = 24  # rows and columns of the similarity matrix a class can still read
 BATCH = 64  # sentences per padded forward pass
 LAYER, SAME, CROSS = "layer", "same sense", "different senses"
+RANK_TOLERANCE = 1e-6  # a singular value below this share of the largest is rounding error, not a direction
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,9 @@ def sense_similarity(sims: np.ndarray, senses: list[str | None]) -> pd.DataFrame
 def projection(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """PCA to 2-D per layer: (L + 1, S, d) -> scores (L + 1, S, 2) and explained variance ratios (L + 1, 2).
 
-    Each layer's axes are its own first two principal components; a component's sign is chosen so
+    Each layer's axes are its own first two principal components; a component the points do not span (two
+    points span one direction, identical points none) is 0 in both, so `components` counts the real ones.
+    A component's sign is chosen so
     the points move as little as possible from the layer below (the sign of a component is arbitrary).
     """
     layers, S, _ = vectors.shape
@@ -178,7 +181,9 @@ def projection(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = vectors[layer].astype(np.float64)
         x = x - x.mean(axis=0)
         u, s, _ = np.linalg.svd(x, full_matrices=False)
-        k = min(2, len(s))
+        # S points span at most S - 1 directions: a singular value at rounding level is no direction (two
+        # points have one component, and a "PC2" of 1e-15 drawn to scale is noise read as a picture)
+        k = int(min(2, (s > s[:1].max(initial=0.0) * RANK_TOLERANCE).sum()))
         scores[layer, :, :k] = u[:, :k] * s[:k]
         total = float((s ** 2).sum())
         explained[layer, :k] = (s[:k] ** 2) / total if total > 0 else 0.0
@@ -187,6 +192,18 @@ def projection(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             if scores[layer, :, c] @ reference < 0:
                 scores[layer, :, c] *= -1
     return scores, explained
+
+
+def components(explained: np.ndarray) -> int:
+    """How many of a layer's two principal components the points span (0, 1 or 2), from `projection`'s ratios."""
+    return int((np.asarray(explained) > 0).sum())
+
+
+def pairs(senses: list[str | None]) -> tuple[int, int]:
+    """(same-sense pairs, different-sense pairs) among the sentences with a sense: what `sense_similarity` means."""
+    tagged = [s for s in senses if s is not None]
+    same = sum(n * (n - 1) // 2 for n in Counter(tagged).values())
+    return same, len(tagged) * (len(tagged) - 1) // 2 - same
 
 
 # --- The logit lens -------------------------------------------------------------------------------------

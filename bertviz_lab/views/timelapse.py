@@ -29,12 +29,12 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lab import files
-from bertviz_lab.bert.checkpoint import load_checkpoint
-from bertviz_lab.errors import LabError
-from bertviz_lab.pretrain import checkpoints, publish, records, snapshots
+from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
 from bertviz_lab.corpus.probes import PROBES
-from bertviz_lab.pretrain import heads
+from bertviz_lab.errors import CheckpointError, LabError
+from bertviz_lab.pretrain import checkpoints, heads, publish, records, snapshots
 from bertviz_lab.pretrain.heads import CLEAR, ROLE_NAMES
+from bertviz_lab.views import inputs
 
 HISTORY = publish.HISTORY  # a shipped model's folder: history/snapshots.jsonl and history/metrics.jsonl
 MAX_BACKFILL = 24  # checkpoints read for a run without snapshots
@@ -48,6 +48,7 @@ class TimeLapse:
     train: pd.DataFrame = field(default_factory=pd.DataFrame)  # step, mlm_loss, ...
     eval: pd.DataFrame = field(default_factory=pd.DataFrame)
     note: str = ""  # where the frames came from, when not from the run's own snapshots; frames left out
+    checkpoints: tuple[tuple[int, Path], ...] = ()  # a run's kept (step, folder): any sentence runs on these
 
     @property
     def steps(self) -> list[int]:
@@ -157,8 +158,8 @@ def from_run(run_dir, name: str | None = None) -> TimeLapse:
         for step, folder in checkpoints.kept(run_dir)[-MAX_BACKFILL:]:
             try:
                 ckpt = load_checkpoint(folder)
-            except (LabError, OSError, ValueError, RuntimeError):
-                continue  # being written or pruned right now
+            except (CheckpointError, OSError):
+                continue  # broken, or pruned while read (a folder appears whole: checkpoints.save renames it)
             record = snapshots.take(ckpt.model, ckpt.tokenizer, step)
             if record is not None:
                 taken.append(record)
@@ -167,7 +168,8 @@ def from_run(run_dir, name: str | None = None) -> TimeLapse:
             note = _join(note, f"{whose}; its {len(frames)} kept checkpoints were read instead.")
         elif why:
             note = _join(note, f"{whose}.")
-    return TimeLapse(name or run_dir.name, frames, train, held_out, _join(note, records.metrics_note(run_dir)))
+    return TimeLapse(name or run_dir.name, frames, train, held_out, _join(note, records.metrics_note(run_dir)),
+                     tuple(checkpoints.kept(run_dir)))
 
 
 def from_history(model_dir, name: str | None = None) -> TimeLapse:
@@ -253,6 +255,22 @@ def positions(lapse: TimeLapse) -> list[np.ndarray]:
         if len(out[i]) and np.any(out[i]):
             out[i] = _procrustes(out[i], out[i + 1])
     return out
+
+
+def own_probe(ckpt: Checkpoint, text: str) -> dict:
+    """A frame's probe for a sentence the snapshots do not hold, run on a kept checkpoint: every head's
+    attention on the sentence as written and the top guesses at its first [MASK] (none without one; the true
+    word is not known). An InputError (its message for the page) when the sentence does not fit the model."""
+    encoding = heads.encode(ckpt.tokenizer, ckpt.model.config.max_tokens, text)
+    masks = [i for i, t in enumerate(encoding.ids) if t == ckpt.tokenizer.mask_id][:1]
+    out = inputs.run(ckpt.model, encoding, trace=True, masked_positions=masks or None, heads=bool(masks))
+    top = []
+    if masks and out.mlm_logits is not None:
+        p = out.mlm_logits[0].float().softmax(-1)
+        values, ids = p.topk(min(snapshots.TOP_K, p.numel()))
+        top = [(ckpt.tokenizer.id_to_token(int(i)), float(v)) for v, i in zip(values, ids)]
+    attention = inputs.attention_matrices(out).astype(np.float64)  # (L, H, T, T)
+    return {"text": text, "tokens": list(encoding.tokens), "attention": attention, "masked": "", "top": top}
 
 
 def probe(frame: dict, text: str) -> dict | None:
