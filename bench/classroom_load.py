@@ -79,6 +79,9 @@ ANSWERED = """([page, answer]) => {
   });
 }""" % PROBLEMS.replace("'", '"')
 ATTENTION_TAB = "Switch heads off"  # the Attention page's tab that holds the predictions table
+TAB_OPEN = """(name) => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+  && [...document.querySelectorAll('[role="tab"][aria-selected="true"]')].some(t => t.innerText.trim() === name)
+  && document.querySelector('[data-testid="stElementContainer"][data-stale="false"] [data-testid="stDataFrame"]')"""
 POLL_MS = 50  # how often each page checks for its answer: finer polling costs Chromium CPU the server shares
 FIRST_VIEW_TIMEOUT_S = 600  # N pages opening at once on 2 cores: Chromium parses Streamlit's JS N times
 FIRST_VIEW = """() => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
@@ -218,7 +221,9 @@ async def _session(browser, url: str, index: int, jobs: list[Job], everyone: asy
             await everyone.abort()  # the others would wait for this one forever
             raise
         if jobs[0].page == "attention":  # the predictions with heads switched off: the answer checked (ANSWERED)
-            await page.get_by_role("tab", name=ATTENTION_TAB).click()
+            await page.get_by_role("tab", name=ATTENTION_TAB).click()  # a keyed tab: the page reruns, and keeps it
+            await page.wait_for_function(TAB_OPEN, arg=ATTENTION_TAB, polling=250,
+                                         timeout=FIRST_VIEW_TIMEOUT_S * 1000)
         first = time.perf_counter() - start
         await everyone.wait()  # every session has its page: everyone types at once
         box = page.get_by_label("Sentence A")
@@ -233,7 +238,8 @@ async def _session(browser, url: str, index: int, jobs: list[Job], everyone: asy
                                              timeout=timeout_s * 1000)
                 seconds, problem = time.perf_counter() - start, ""
             except Exception as exc:  # a Playwright timeout: say which, keep the other sessions going
-                seconds, problem = None, f"no answer within {timeout_s:g} s ({type(exc).__name__})"
+                tab = await page.locator('[role="tab"][aria-selected="true"]').all_inner_texts()
+                seconds, problem = None, f"no answer within {timeout_s:g} s ({type(exc).__name__}; open tab {tab})"
             boxes = await page.locator(PROBLEMS).all_inner_texts()
             if await page.evaluate("() => document.body.innerText.includes('Traceback')"):
                 boxes.append("a traceback on the page")

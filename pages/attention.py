@@ -60,7 +60,8 @@ if view.is_pair:
     block = st.segmented_control("Queries → keys", av.BLOCKS, default=K.BLOCK.default, required=True,
                                  key=K.BLOCK.name)
 summary.markdown(query_summary(view, layer, None if mean else head, query))
-matrix_tab, off_tab, softmax_tab, context_tab, layer_tab = st.tabs(TABS)
+state.keep_valid(K.TAB, TABS)
+matrix_tab, off_tab, softmax_tab, context_tab, layer_tab = st.tabs(TABS, key=K.TAB.name, on_change="rerun")
 
 # --- The matrix: one head, or the mean over heads -----------------------------------
 with matrix_tab:

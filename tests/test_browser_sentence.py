@@ -1,5 +1,5 @@
 """Your sentence follows you, in headless Chromium: typed in Mask & predict's real box, kept when the page menu
-opens Attention; the guesses visible in the first screen of a laptop; in projector view at 1024 x 768 no toggle
+opens Attention; the guesses visible in the first screen of a laptop; Attention's open tab kept while typing; in projector view at 1024 x 768 no toggle
 label cut short and an Attention page a few screens long. Leaves predict_laptop.png and
 attention_projector.png in test-artifacts/screenshots/."""
 
@@ -52,6 +52,13 @@ def test_the_typed_sentence_follows_you_from_predict_to_attention(server):
         assert all(word in drawn for word in ("1 the", "2 dog", "3 sat", "6 [MASK]"))
         assert "animal" not in drawn  # not the page's default sentence
         assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).all_inner_texts()
+
+        page.get_by_role("tab", name="Softmax, step by step").click()  # a student reading the softmax steps...
+        wait_idle(page)
+        for text in ("a bird sang in the tree .", "the cat ran home ."):  # ...types new sentences: the tab stays
+            type_sentence(page, text)
+            selected = page.locator('[role="tab"][aria-selected="true"]').all_inner_texts()
+            assert selected == ["Softmax, step by step"], (text, selected)
 
 
 @pytest.mark.parametrize("path", ["predict", "attention"])

@@ -174,8 +174,8 @@ class Predict:
 
 class Attention:
     SENTENCES = Sentences.of("attn", "the animal did not cross the street because it was too tired .")
-    LAYER = Key("attn.layer", 0, one_of)
-    HEAD = Key("attn.head", 0, one_of)
+    LAYER, HEAD = Key("attn.layer", 0, one_of), Key("attn.head", 0, one_of)
+    TAB = Key("attn.tab", None, one_of)  # the open tab (its label), kept over reruns; None: the first
     MEAN, HIDE = Key("attn.mean", False), Key("attn.hide", False)
     RANGE = Key("attn.range", None, span)  # (first, last) tokens shown of a long input; None: the first 64
     BLOCK = Key("attn.block", "all", one_of)  # queries -> keys block of a sentence pair
