@@ -144,9 +144,9 @@ def long_input_ms(model_path: str, n: int) -> tuple[float, float, float]:
     timed = {"sentence": [], "range": [], "layer": []}
     ranges = [(64 * k, 64 * k + 63) for k in range(7)]  # 64 tokens each, as the page starts
     for i, text in enumerate(sentences(n, 600, seed=512)):  # 600 words: cut to 512 tokens
-        for what, change in (("sentence", lambda: at.text_area("attn.text_a").set_value(text)),
-                             ("range", lambda: at.slider(key="attn.range").set_range(*ranges[i % 7])),
-                             ("layer", lambda: at.segmented_control(key="attn.layer").set_value(1 + i % 11))):
+        for what, change in (("sentence", lambda text=text: at.text_area("attn.text_a").set_value(text)),
+                             ("range", lambda i=i: at.slider(key="attn.range").set_range(*ranges[i % 7])),
+                             ("layer", lambda i=i: at.segmented_control(key="attn.layer").set_value(1 + i % 11))):
             change()
             start = time.perf_counter()
             at.run()

@@ -77,7 +77,7 @@ ANSWERED = """([page, answer]) => {
     const [where, rank, token, p] = [...row.children].map(c => c.innerText.trim());
     return where === want && rank === "1" && token === wantToken && Math.abs(Number(p) - Number(wantP)) < 1e-3;
   });
-}""" % PROBLEMS.replace("'", '"')
+}""" % PROBLEMS.replace("'", '"')  # noqa: UP031 - JavaScript: braces everywhere, one %s
 ATTENTION_TAB = "Switch heads off"  # the Attention page's tab that holds the predictions table
 TAB_OPEN = """(name) => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
   && [...document.querySelectorAll('[role="tab"][aria-selected="true"]')].some(t => t.innerText.trim() === name)

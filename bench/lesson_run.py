@@ -135,7 +135,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for threads in (1, 2):
             end = time.perf_counter() + 3
-            idle = sample(lambda: page_ms(forward), lambda: time.perf_counter() > end)
+            idle = sample(lambda: page_ms(forward), lambda end=end: time.perf_counter() > end)
             slot: once.Once = once.Once("The tiny training run")
             start = time.perf_counter()
             with tiny_threads(threads):

@@ -26,7 +26,7 @@ ckpt = active_model()
 family_note(ckpt)
 state.keep(*K.INPUTS, *Shapes.INPUTS)  # the closed tabs' inputs, kept while another tab is open
 state.keep_valid(K.TAB, list(TABS))
-for tab, (name, draw) in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.items()):
+for tab, draw in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.values()):
     if tab.open:  # only the open tab computes: a redraw after an edit costs that tab alone
         with tab:
             draw(ckpt)

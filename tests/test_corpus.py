@@ -274,7 +274,7 @@ def test_thresholds_can_be_lowered():
 
 
 def test_read_text_file_accepts_utf8_with_or_without_bom():
-    assert read_text_file("café\n".encode("utf-8")) == "café\n"
+    assert read_text_file("café\n".encode()) == "café\n"
     assert read_text_file(b"\xef\xbb\xbfhello") == "hello"
 
 

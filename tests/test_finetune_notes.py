@@ -45,7 +45,10 @@ def test_chance_is_the_commonest_label_of_the_scored_dev_items():
     assert fd.versus_chance(0.993, fd.Chance("O", 0.8, 5000)) == "19.3 points above chance"
 
 
-def outcome(start, last, task="coherence", base=fd.Chance("follows", 0.5, 400), legend="run"):
+COIN = fd.Chance("follows", 0.5, 400)  # a balanced task, 400 held-out pairs
+
+
+def outcome(start, last, task="coherence", base=COIN, legend="run"):
     return fd.Outcome(legend, task, start, (0, 0.25), (200, last), base)
 
 

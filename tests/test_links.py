@@ -185,7 +185,7 @@ def test_a_bad_link_falls_back_to_the_defaults_with_one_note(query, said):
     assert not [c for c in note if unicodedata.category(c)[0] == "C" or inputs.invisible(c)], note  # all escaped
     assert at.session_state["attn.layer"] == 0 and at.session_state["attn.head"] == 0
     assert at.subheader[0].value.startswith("Switch heads off") or at.title[0].value == "Attention explorer"
-    assert not at.get("plotly_chart") == []  # the page still draws with the defaults
+    assert at.get("plotly_chart") != []  # the page still draws with the defaults
     assert model_path(at) == str(models.DEFAULT_CHECKPOINT)
 
 

@@ -36,9 +36,9 @@ def test_every_probe_is_in_the_story_world_and_its_links_point_at_words():
             assert role in SYNTACTIC_ROLES and links
             for a, b in links:
                 assert 0 <= a < len(words) and 0 <= b < len(words) and a != b
-        for a, b in probe.links.get("det_noun", ()):
+        for a, _ in probe.links.get("det_noun", ()):
             assert words[a] in ("the", "a", "an")
-        for a, b in probe.links.get("pronoun_referent", ()):
+        for a, _ in probe.links.get("pronoun_referent", ()):
             assert words[a] in ("it", "he", "she", "they")
     assert all(set(group) <= vocab for group in WORD_GROUPS.values())
 

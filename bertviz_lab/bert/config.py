@@ -210,7 +210,7 @@ class BertConfig:
         return {"architectures": [architecture], "model_type": "bert", **self.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: object) -> "BertConfig":
+    def from_dict(cls, data: object) -> BertConfig:
         """Build from a `config.json` dict, ignoring keys that are not ours (HF extras).
 
         Any JSON value in gives a config or a `ConfigError`, never another exception.

@@ -65,7 +65,7 @@ class Ref:
         return _BE["now"][self.agr]
 
 
-I = Ref("i", "i", "me", "my", "i")
+I = Ref("i", "i", "me", "my", "i")  # noqa: E741 - the pronoun itself
 WE = Ref("we", "we", "us", "our", "pl")
 YOU = Ref("you", "you", "you", "your", "pl")
 

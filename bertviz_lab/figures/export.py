@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import html
 import os
 import re
@@ -136,10 +137,8 @@ class _Browser:
             loop, kaleido, self._loop, self._kaleido = self._loop, self._kaleido, None, None
         if loop is None:
             return
-        try:
+        with contextlib.suppress(Exception):  # closing a browser that already died
             asyncio.run_coroutine_threadsafe(kaleido.close(), loop).result(10)
-        except Exception:  # noqa: BLE001 (closing a browser that already died)
-            pass
         loop.call_soon_threadsafe(loop.stop)
 
 
@@ -154,7 +153,7 @@ def numbers(fig: go.Figure) -> pd.DataFrame:
     an axis shows other text than the values (a step number for frame 3)."""
     panels = _panels(fig)
     frames = []
-    for n, trace in enumerate(fig.data):
+    for trace in fig.data:
         frame = _cells(trace) if trace.type == "heatmap" else _points(trace)
         for letter in "xy":
             ticks = _ticks(fig, getattr(trace, f"{letter}axis", None) or letter)

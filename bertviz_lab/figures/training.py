@@ -29,7 +29,7 @@ class Curves:
     eval: pd.DataFrame = field(default_factory=pd.DataFrame)  # step, mlm_loss, mlm_top1, mlm_top5, nsp_...
 
     @classmethod
-    def from_records(cls, train: list[dict], held_out: list[dict]) -> "Curves":
+    def from_records(cls, train: list[dict], held_out: list[dict]) -> Curves:
         return cls(pd.DataFrame(train), pd.DataFrame(held_out))
 
     def has(self, column: str) -> bool:

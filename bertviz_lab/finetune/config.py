@@ -112,7 +112,7 @@ class FinetuneConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: object) -> "FinetuneConfig":
+    def from_dict(cls, data: object) -> FinetuneConfig:
         """The config a run.json recorded: a FinetuneConfig or a ConfigError, for any JSON."""
         if not isinstance(data, dict):
             raise ConfigError(f"fine-tuning settings must be a JSON object, got {show(data)}")

@@ -140,7 +140,7 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: object) -> "TrainConfig":
+    def from_dict(cls, data: object) -> TrainConfig:
         """The config a run.json (or a checkpoint card) recorded: a TrainConfig or a ConfigError, for any JSON.
 
         An old one without random_tokens or dropout gets what it actually trained with

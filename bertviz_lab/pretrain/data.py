@@ -30,7 +30,7 @@ class Batch:
     nsp_labels: torch.Tensor | None  # (B,) 0 = IsNext, 1 = NotNext; None without NSP
     tokens: int  # real (non-padding) tokens in the batch
 
-    def to(self, device) -> "Batch":
+    def to(self, device) -> Batch:
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
         return Batch(move(self.input_ids), move(self.token_type_ids), move(self.attention_mask),
                      move(self.labels), move(self.nsp_labels), self.tokens)

@@ -101,7 +101,7 @@ class Tail:
         try:
             if not self.path.is_file():  # never open a FIFO or device planted in its place
                 raise FileNotFoundError
-            f = open(self.path, "rb")
+            f = open(self.path, "rb")  # noqa: SIM115 - kept open across reads, closed by the reader
         except OSError:
             if self._identity is not None or self.offset:
                 self._start(None, 0, 0)
@@ -306,7 +306,7 @@ class CappedFile:
         self._open()
 
     def _open(self) -> None:
-        self.file = open(self.path, "a", encoding="utf-8")
+        self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - the writer holds it until close()
         self.size = self.file.tell()
         self.lines = None if self.max_lines is None else _count_lines(self.path)
 

@@ -42,7 +42,7 @@ class Forward:
     off: tuple[str, ...]  # heads switched off, e.g. ("L0 H1",)
 
     @classmethod
-    def of(cls, ckpt: Checkpoint, encoding: Encoding, off) -> "Forward":
+    def of(cls, ckpt: Checkpoint, encoding: Encoding, off) -> Forward:
         return cls(str(ckpt.path), device_name(), tuple(encoding.ids), tuple(encoding.segment_ids), tuple(off))
 
     def head_mask(self, ckpt: Checkpoint):

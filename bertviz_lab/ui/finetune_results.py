@@ -203,7 +203,7 @@ def results(run: runs.RunInfo) -> None:
         st.warning(f"This run's settings cannot be read: {exc}")
         return
     state.keep_valid(K.TAB, list(TABS))
-    for tab, (name, draw) in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.items()):
+    for tab, draw in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.values()):
         if tab.open:
             with tab:
                 try:

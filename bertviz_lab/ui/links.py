@@ -322,7 +322,7 @@ def publish(page: str, where, projector: bool = False) -> tuple[dict, dict[str, 
     Returns the URL's parameters and what they leave out (see `query`)."""
     wanted, left_out = query(page, projector, model_value())
     current = {name: (st.query_params.get_all(name) if isinstance(wanted.get(name), list) else st.query_params[name])
-               for name in st.query_params.keys()}
+               for name in st.query_params}
     if current != wanted:
         st.query_params.from_dict(wanted)
     _notes(page, wanted, where)

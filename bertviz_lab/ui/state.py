@@ -69,7 +69,7 @@ class Sentences:
     seen: Key
 
     @classmethod
-    def of(cls, page: str, text_a: str, text_b: str = "") -> "Sentences":
+    def of(cls, page: str, text_a: str, text_b: str = "") -> Sentences:
         return cls(Key(f"{page}.text_a", text_a), Key(f"{page}.pair", bool(text_b)), Key(f"{page}.text_b", text_b),
                    Key(f"{page}.seen"))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, replace
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import torch

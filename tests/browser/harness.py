@@ -33,7 +33,7 @@ def streamlit_server(env: dict | None = None, *args: str, address: str = "127.0.
            "--server.address", address, "--server.port", str(port), "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none", *args]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMLIT_", "BERTVIZ_CLASSROOM"))}
-    out = open(log, "wb") if log is not None else subprocess.DEVNULL
+    out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - the server writes it
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**clean, **(env or {})}, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
