@@ -10,8 +10,9 @@ the sidebar away and moves the page menu and the share button to the top.
 
 import streamlit as st
 
+from bertviz_lab.classroom import classroom_mode
 from bertviz_lab.ui import links, projector
-from bertviz_lab.ui.classroom import classroom_mode, join_box
+from bertviz_lab.ui.classroom import join_box
 from bertviz_lab.ui.handout import handout_button
 from bertviz_lab.ui.models import sidebar
 from bertviz_lab.ui.router import ensure_router, routing

@@ -45,7 +45,7 @@ case "$cmd" in
         done
         if [ $classroom = 1 ]; then
             export BERTVIZ_CLASSROOM=1
-            .venv/bin/python -m bertviz_lab.ui.classroom ${args[@]+"${args[@]}"}  # where students go
+            .venv/bin/python -m bertviz_lab.classroom ${args[@]+"${args[@]}"}  # where students go
             # Listen on every interface; Streamlit's own banner and browser use localhost (the owner).
             args=(--server.address 0.0.0.0 --browser.serverAddress localhost ${args[@]+"${args[@]}"})
         fi

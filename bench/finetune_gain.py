@@ -34,11 +34,11 @@ def fine_tune(cfg: FinetuneConfig) -> dict:
     tuner = FineTuner(cfg)
     reached = None
     for record in tuner.run():
-        if record["kind"] == "eval" and reached is None and record["dev_acc"] >= TARGET:
+        if record["kind"] == "eval" and reached is None and record["acc"] >= TARGET:
             reached = (record["step"], time.perf_counter() - start)
     tuner.dev_set = tuner.encode_dev(len(tuner.task.dev))  # the whole dev set, once at the end
     final = tuner.evaluate()
-    return {"acc": final["dev_acc"], "seconds": time.perf_counter() - start, "reached": reached}
+    return {"acc": final.acc, "seconds": time.perf_counter() - start, "reached": reached}
 
 
 def main() -> None:

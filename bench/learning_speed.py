@@ -35,8 +35,8 @@ def run_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int, fl
     for record in trainer.run():
         if record["kind"] != "eval":
             continue
-        first = record["mlm_loss"] if first is None else first
-        last = record["mlm_loss"]
+        first = record["loss"] if first is None else first
+        last = record["loss"]
         elapsed = time.perf_counter() - start
         if last < first / 2 or elapsed > limit_s:
             return (elapsed if last < first / 2 else float("inf")), record["step"], first, last

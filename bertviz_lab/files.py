@@ -1,6 +1,7 @@
 """Reading files a user names, safely: size caps checked before reading, regular files only,
 JSON that cannot blow the stack, and the machine's free memory for allocation checks; and writing
-every CSV the lab hands out (`csv_text`) so that no cell opens in a spreadsheet as a formula.
+every CSV the lab hands out (`csv_text`) so that no cell opens in a spreadsheet as a formula. `ROOT` is the
+repository, the one place that says where it is.
 
 A checkpoint folder, a run folder or a corpus path can be anything a user types or a
 visitor uploads: /dev/zero, a FIFO, /proc/self/mem, a 5 GB "config.json", a JSON file of
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from bertviz_lab.errors import LabError
 
+ROOT = Path(__file__).resolve().parents[1]  # the repository: runs/, checkpoints/, uploads/ live in it
 MAX_PATH_CHARS = 4096  # longer than any real path (PATH_MAX on Linux)
 MAX_JSON_BYTES = 4 << 20  # config.json, tokenizer_config.json, model cards, run records
 MAX_TEXT_FILE_BYTES = 50 << 20  # vocab.txt and tokenizer files

@@ -13,7 +13,7 @@ from bertviz_lab import files
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
 from bertviz_lab.ui import state
-from bertviz_lab.ui.attention import (WEIGHT_FORMAT, Forward, all_heads, context_table, explore, keep_token_choices,
+from bertviz_lab.ui.attention import (WEIGHT_FORMAT, all_heads, context_table, explore, keep_token_choices,
                                       pooled_input, predictions, query_summary, rest_of_layer)
 from bertviz_lab.ui.handout import record_table
 from bertviz_lab.ui.models import active_model
@@ -36,8 +36,8 @@ encoding = encode_or_stop(ckpt, text_a, text_b)
 summary = st.empty()  # filled once the pickers below are read
 names = av.head_names(L, H)
 state.keep_valid(K.OFF, names)
-forward = Forward.of(ckpt, encoding, state.get(K.OFF))
-view = explore(forward, ckpt, encoding)
+off = tuple(state.get(K.OFF))  # heads switched off
+view = explore(ckpt, encoding, off)
 tokens = range(len(view.tokens))
 for key, options in ((K.LAYER, range(L)), (K.HEAD, range(H)), (K.BLOCK, av.BLOCKS)):
     state.keep_valid(key, options)  # a new sentence or model may not offer the remembered choice
@@ -79,8 +79,8 @@ with matrix_tab:
     else:
         st.caption("Each row is one query's softmax over all keys and sums to 1. Hover a cell for its weight to "
                    f"{figs.WEIGHT_DIGITS} significant digits.")
-    if forward.off:
-        st.caption(f"Shown with {len(forward.off)} head(s) switched off: {', '.join(forward.off)}. "
+    if off:
+        st.caption(f"Shown with {len(off)} head(s) switched off: {', '.join(off)}. "
                    "Layers above them change too.")
     st.download_button("Download this matrix (CSV)", partial(files.csv_text, shown.frame()),  # written on click
                        file_name=f"{shown.name}.csv", mime="text/csv", key=K.CSV.name, on_click="ignore")
@@ -94,7 +94,7 @@ with off_tab:
     st.caption("A switched-off head still computes its weights, but its context is multiplied by 0, so the "
                "layers above never see it. The top guesses for each [MASK], with every head and without yours:")
     try:
-        table = predictions(forward, ckpt, encoding)
+        table = predictions(ckpt, encoding, off)
         st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
     except InputError as exc:
         st.info(str(exc))
@@ -145,4 +145,4 @@ with context_tab:
 # --- The rest of the layer ------------------------------------------------------------
 with layer_tab:
     st.subheader("After attention: the rest of the layer for this query")
-    rest_of_layer(forward, ckpt, encoding, layer, query)
+    rest_of_layer(ckpt, encoding, off, layer, query)

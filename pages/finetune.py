@@ -9,7 +9,6 @@ own sentence, and the dev set's [CLS] vectors before and after fine-tuning.
 
 import streamlit as st
 
-from bertviz_lab.finetune import runs
 from bertviz_lab.ui import finetune as ui
 from bertviz_lab.ui.finetune_results import results
 from bertviz_lab.ui.router import end_page, ensure_router
@@ -20,7 +19,7 @@ st.caption("Pretraining taught BERT the language of its corpus; fine-tuning teac
            "labelled examples. One linear layer reads the [CLS] vector through the pooler (a sentence or a pair) or "
            "every word's vector (a tag per word), and the whole model, or only that layer, learns.")
 
-all_runs = runs.list_runs()
+all_runs = ui.RUNS.all_runs()
 with st.expander("Start a new run", expanded=not all_runs, icon=":material/add:"):
     st.caption("Try the same task twice: from the pretrained model and from random weights of the same size. "
                "The defaults take a minute or two on a laptop, the class demo settings about half a minute; every "
@@ -28,17 +27,17 @@ with st.expander("Start a new run", expanded=not all_runs, icon=":material/add:"
     started = ui.run_form(sum(r.active for r in all_runs))
 if started is not None:
     st.toast(f"Started {started.name}", icon=":material/play_arrow:")
-    all_runs = runs.list_runs()
+    all_runs = ui.RUNS.all_runs()
 
-ui.notice()
+ui.RUNS.notice()
 if not all_runs:
     st.info("No fine-tuning runs yet. Start one above: it trains in the background, and this page follows it live.")
     end_page()
 
 st.header("Live")
-run = ui.pick_run(all_runs, started)
-ui.live_panel(run)
-ui.run_actions(run)
+run = ui.RUNS.pick(all_runs, started)
+ui.RUNS.live_panel(run)
+ui.RUNS.actions(run)
 
 st.header("What it learned")
 results(run)

@@ -28,7 +28,7 @@ cols[2].metric("Hidden size", cfg.hidden_size)
 cols[3].metric("Parameters", f"{ckpt.model.num_parameters() / 1e6:.1f} M")
 cols[4].metric("Vocabulary", f"{ckpt.tokenizer.vocab_size:,}")
 facts = [f"reads up to {cfg.max_tokens} tokens",
-         f"heads: {ckpt.model.heads}"]
+         f"heads: {ckpt.model.heads_summary}"]
 # A card's facts, and a classifier's labels (from its config.json), are data: any that Streamlit's
 # markdown would change are shown as plain text.
 lines = facts + card_facts(ckpt.card)

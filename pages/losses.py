@@ -3,6 +3,7 @@ total loss, then one optimizer step on it, and the masking rule checked over man
 
 import streamlit as st
 
+from bertviz_lab.bert.config import RANDOM_TOKENS
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import losses as figs
 from bertviz_lab.ui import state
@@ -32,10 +33,10 @@ cols[1].button("Re-roll", key=K.REROLL.name, on_click=reroll, icon=":material/ca
 rate = cols[2].number_input("Mask rate", value=K.RATE.default, step=0.05, format="%.2f", key=K.RATE.name)
 shares = [col.number_input(label, value=key.default, step=0.05, format="%.2f", key=key.name)
           for col, label, key in zip(cols[3:], SHARE_LABELS, K.SHARES)]
-source = st.radio("Random tokens come from", list(lesson.RANDOM_TOKENS), format_func=lesson.RANDOM_TOKENS.get,
+source = st.radio("Random tokens come from", list(RANDOM_TOKENS), format_func=RANDOM_TOKENS.get,
                   key=K.RANDOM_TOKENS.name, horizontal=True)
 pad, unk, cls, sep, mask = map(plain, lesson.special_names(ckpt.tokenizer))  # Markdown: <s> is no tag
-st.caption(f"Active: {lesson.RANDOM_TOKENS[source]}. BERT draws its 10% random tokens from the whole vocabulary "
+st.caption(f"Active: {RANDOM_TOKENS[source]}. BERT draws its 10% random tokens from the whole vocabulary "
            "(Google's create_pretraining_data.py and Hugging Face's DataCollatorForLanguageModeling alike), so "
            f"{cls}, {sep}, {pad}, {unk} or {mask} can be drawn.")
 try:

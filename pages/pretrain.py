@@ -9,7 +9,6 @@ classroom mode a visitor controls only its own runs.
 
 import streamlit as st
 
-from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import pretrain as ui
 from bertviz_lab.ui.router import end_page, ensure_router
 from bertviz_lab.ui.timelapse import open_button
@@ -19,24 +18,24 @@ st.title("Pretrain live")
 st.caption("Train a small BERT on the built-in story world or on your own text, and watch the masked-word "
            "(MLM) and next-sentence (NSP) losses fall while its guesses and attention heads take shape.")
 
-all_runs = runs.list_runs(kind="pretrain")
+all_runs = ui.RUNS.all_runs()
 with st.expander("Start a new run", expanded=not any(r.active for r in all_runs), icon=":material/add:"):
     st.caption("The defaults are the classroom preset: its held-out MLM loss halves within about 250 of its 600 "
                "steps, under a minute on a 2-core laptop. Every value is checked before anything starts.")
     started = ui.run_form(sum(r.active for r in all_runs))
 if started is not None:
     st.toast(f"Started {started.name}", icon=":material/play_arrow:")
-    all_runs = runs.list_runs(kind="pretrain")
+    all_runs = ui.RUNS.all_runs()
 
-ui.notice()
+ui.RUNS.notice()
 if not all_runs:
     st.info("No runs yet. Start one above: it trains in the background, and this page follows it live.")
     end_page()
 
 st.header("Live")
-run = ui.pick_run(all_runs, started)
-ui.live_panel(run)
-ui.run_actions(run)
+run = ui.RUNS.pick(all_runs, started)
+ui.RUNS.live_panel(run)
+ui.RUNS.actions(run)
 open_button(run.name)
 
 st.header("All runs")

@@ -94,10 +94,18 @@ def downloads(monkeypatch) -> dict:
 @pytest.fixture
 def runs_elsewhere(tmp_path, monkeypatch, tiny_model, tiny_tokenizer):
     """$BERTVIZ_RUNS in a folder outside the repository, holding run r1 with a checkpoint; returns that folder."""
-    from bertviz_lab.ui import classroom
+    from bertviz_lab.files import ROOT
 
     runs_dir = tmp_path / "elsewhere"
-    assert not runs_dir.is_relative_to(classroom.ROOT)
+    assert not runs_dir.is_relative_to(ROOT)
     folder = save_checkpoint(tiny_model, tiny_tokenizer, runs_dir / "r1" / "checkpoint", card={"steps": 0})
     monkeypatch.setenv("BERTVIZ_RUNS", str(runs_dir))
     return folder
+
+
+@pytest.fixture(scope="session")
+def shipped():
+    """The shipped model (checkpoints/bertviz-mini) as the app loads it: the one read-only copy the pages share."""
+    from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
+
+    return cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")

@@ -1,6 +1,9 @@
-"""Reading a figure back in a test: plotly writes numpy arrays as base64 typed arrays."""
+"""Reading back in a test what a page drew: its charts as JSON, their data (plotly writes numpy arrays as base64
+typed arrays), and its text as the learner reads it."""
 
 import base64
+import json
+import re
 
 import numpy as np
 
@@ -12,3 +15,13 @@ def array(value) -> np.ndarray:
         shape = value.get("shape")
         return flat.reshape([int(s) for s in str(shape).split(",")]) if shape else flat
     return np.asarray(value, dtype=float)
+
+
+def figures(at) -> list[dict]:
+    """Every plotly chart an AppTest run drew, as the JSON the browser is sent."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def shown(markdown: str) -> str:
+    """Markdown as the page shows it: backslash escapes (widgets.plain) resolved, so \\<s\\> reads as <s>."""
+    return re.sub(r"\\(.)", r"\1", markdown)

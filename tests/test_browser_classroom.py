@@ -16,7 +16,7 @@ import pytest
 import segno
 from browser.harness import CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, streamlit_server, wait_idle
 
-from bertviz_lab.ui import classroom
+from bertviz_lab import classroom
 
 LAN = classroom.lan_address()
 pytestmark = [pytest.mark.browser,

@@ -1,6 +1,7 @@
-"""Classroom mode: a visitor's folder box opens only checkpoints/ and runs/ and never says which
-server paths exist; the owner keeps full control; the QR code shows only in classroom mode; the
-server's config binds localhost, hides error details and caps uploads at the app's own cap."""
+"""Classroom mode (bertviz_lab/classroom.py, ui/classroom.py): a visitor's folder box opens only checkpoints/
+and runs/ and never says which server paths exist; the owner keeps full control; the QR code shows only in
+classroom mode, with the address the route or the interfaces give; the server's config binds localhost, hides
+error details and caps uploads at the app's own cap."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import ipaddress
 import os
 import re
 import shutil
+import socket
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import segno
@@ -20,7 +23,10 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.corpus.user_text import MAX_TEXT_BYTES, read_text_file
 from bertviz_lab.errors import InputError
-from bertviz_lab.ui import classroom, models
+from bertviz_lab import classroom
+from bertviz_lab.files import ROOT as LAB
+from bertviz_lab.ui import classroom as ui_classroom
+from bertviz_lab.ui import models
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -42,7 +48,7 @@ def rooms(tmp_path, monkeypatch):
 
 
 def as_visitor(monkeypatch):
-    monkeypatch.setattr(classroom, "client_ip", lambda: VISITOR)
+    monkeypatch.setattr(ui_classroom, "client_ip", lambda: VISITOR)
 
 
 def type_folder(at: AppTest, path: str) -> AppTest:
@@ -109,7 +115,7 @@ def test_the_owner_opens_any_folder(rooms, tiny_checkpoint):
 def test_outside_classroom_mode_a_remote_address_is_still_the_owner(monkeypatch, tiny_checkpoint):
     monkeypatch.delenv(classroom.CLASSROOM_ENV, raising=False)
     as_visitor(monkeypatch)
-    assert classroom.is_owner() and classroom.visitor_id() == classroom.OWNER
+    assert ui_classroom.is_owner() and ui_classroom.visitor_id() == ui_classroom.OWNER
     at = type_folder(app(), str(tiny_checkpoint))
     assert at.subheader[0].value == "Active model: tiny"
 
@@ -153,11 +159,11 @@ def test_a_visitor_folder_is_always_inside_a_root(tmp_path_factory, parts, absol
 
 
 def test_hide_paths_keeps_the_lab_relative_and_drops_the_rest(tmp_path):
-    roots = {"runs": tmp_path / "runs", "checkpoints": classroom.ROOT / "checkpoints"}
+    roots = {"runs": tmp_path / "runs", "checkpoints": LAB / "checkpoints"}
     hide = classroom.hide_paths
     assert hide(f"no model folder at {tmp_path}/runs/x", roots) == "no model folder at runs/x"
-    assert hide(f"{classroom.ROOT}/checkpoints/m/config.json is bad", roots) == "checkpoints/m/config.json is bad"
-    assert hide(f"see {classroom.ROOT}/pages/x.py", roots) == "see pages/x.py"
+    assert hide(f"{LAB}/checkpoints/m/config.json is bad", roots) == "checkpoints/m/config.json is bad"
+    assert hide(f"see {LAB}/pages/x.py", roots) == "see pages/x.py"
     assert hide("cannot open /home/teacher/secret: denied", roots) == "cannot open a server path: denied"
     assert hide(f"{tmp_path}/runsx and 12/4 heads", roots) == "a server path and 12/4 heads"
 
@@ -183,7 +189,7 @@ def test_qr_svg_is_black_on_white_with_a_quiet_zone():
 
 
 def test_lan_address_is_a_usable_ipv4_or_none():
-    address = classroom.lan_address()
+    address = classroom.lan_address()  # this machine's, whatever its network
     if address is not None:
         ip = ipaddress.IPv4Address(address)
         assert not (ip.is_loopback or ip.is_link_local or ip.is_unspecified)
@@ -192,12 +198,63 @@ def test_lan_address_is_a_usable_ipv4_or_none():
         False, False, False, False, True]
 
 
-def test_lan_address_falls_back_to_the_interfaces(monkeypatch):
-    monkeypatch.setattr(classroom, "_route_address", lambda: None)
-    address = classroom.lan_address()
-    assert address is None or classroom._usable(address)
-    monkeypatch.setattr(classroom, "_interface_address", lambda: None)
-    assert classroom.lan_address() is None and classroom.join_url(8501) is None
+def routes(monkeypatch, answers: dict[str, str | None]) -> list[str]:
+    """The route lookup's sockets answer `answers` (probe -> source address; None: no route there). Returns the
+    probes asked, in order."""
+    asked = []
+
+    class Socket:
+        def __init__(self, *args):
+            self.address = None
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def connect(self, where):
+            asked.append(where[0])
+            if answers.get(where[0]) is None:
+                raise OSError("Network is unreachable")
+            self.address = answers[where[0]]
+
+        def getsockname(self):
+            return self.address, 40000
+
+    monkeypatch.setattr(classroom, "socket", SimpleNamespace(socket=Socket, AF_INET=socket.AF_INET,
+                                                             SOCK_DGRAM=socket.SOCK_DGRAM))
+    return asked
+
+
+def interfaces(monkeypatch, table: dict[str, tuple[bool, list[tuple[int, str]]]]) -> None:
+    """psutil sees these interfaces: name -> (up, [(family, address), ...])."""
+    import psutil
+
+    monkeypatch.setattr(psutil, "net_if_stats", lambda: {n: SimpleNamespace(isup=up) for n, (up, _) in table.items()})
+    monkeypatch.setattr(psutil, "net_if_addrs", lambda: {n: [SimpleNamespace(family=f, address=a) for f, a in entries]
+                                                         for n, (_, entries) in table.items()})
+
+
+def test_lan_address_takes_the_first_usable_route(monkeypatch):
+    probes = classroom._ROUTE_PROBES
+    asked = routes(monkeypatch, {probes[1]: "127.0.0.1", probes[2]: "10.20.30.40", probes[3]: "192.168.9.9"})
+    assert classroom.lan_address() == "10.20.30.40"  # the first has no route, the second only loopback
+    assert asked == list(probes[:3])
+
+
+def test_lan_address_falls_back_to_an_interface_that_is_up_and_not_virtual(monkeypatch):
+    routes(monkeypatch, {})  # no route anywhere: an offline laptop
+    v4, v6 = socket.AF_INET, socket.AF_INET6
+    interfaces(monkeypatch, {
+        "lo": (True, [(v4, "127.0.0.1")]),
+        "docker0": (True, [(v4, "172.17.0.1")]),  # a VM or container bridge, not the room
+        "eth0": (False, [(v4, "10.0.0.5")]),  # down
+        "wlan0": (True, [(v6, "fe80::1"), (v4, "169.254.7.7"), (v4, "192.168.1.23"), (v4, "192.168.1.24")]),
+    })
+    assert classroom.lan_address() == "192.168.1.23" and classroom.join_url(8600) == "http://192.168.1.23:8600"
+    interfaces(monkeypatch, {"lo": (True, [(v4, "127.0.0.1")]), "eth0": (False, [(v4, "10.0.0.5")])})
+    assert classroom.lan_address() is None and classroom.join_url(8501) is None  # nothing the room can reach
 
 
 def test_the_banner_names_the_port_and_the_limit(monkeypatch):
@@ -219,7 +276,7 @@ def test_max_runs(monkeypatch, value, expected):
 
 # --- lab.sh --------------------------------------------------------------------------------------------
 STUB = """#!/usr/bin/env bash
-if [ "$1 $2" = "-m bertviz_lab.ui.classroom" ]; then shift 2; echo "banner $*"; exit 0; fi
+if [ "$1 $2" = "-m bertviz_lab.classroom" ]; then shift 2; echo "banner $*"; exit 0; fi
 if [ "$1 $2" = "-m bertviz_lab.ui.serve" ]; then shift 2; echo "serve $* | ${BERTVIZ_CLASSROOM:-} ${BERTVIZ_MAX_RUNS:-}"
 fi
 """

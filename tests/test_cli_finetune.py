@@ -107,7 +107,7 @@ def test_a_short_run_finishes_with_metrics_and_a_classifier_checkpoint(finished,
     metrics = runs.read_metrics(run_dir)
     assert [r["step"] for r in metrics if r["kind"] == "train"] == [1, 2, 3, 4]
     assert [r["step"] for r in metrics if r["kind"] == "eval"] == [0, 2, 4]
-    assert all(0 <= r["dev_acc"] <= 1 and r["dev_loss"] > 0 for r in metrics if r["kind"] == "eval")
+    assert all(0 <= r["acc"] <= 1 and r["loss"] > 0 for r in metrics if r["kind"] == "eval")
     assert json.loads((run_dir / "run.json").read_text())["command"][0] == "finetune"
     ckpt = load_checkpoint(last_checkpoint(run_dir))
     assert isinstance(ckpt.model, BertClassifier) and ckpt.model.level == level and list(ckpt.model.labels) == labels

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import io
+import json
 import pkgutil
 import re
 import struct
@@ -33,7 +34,9 @@ from bertviz_lab.figures import shapes as fs
 from bertviz_lab.figures import timelapse as ft
 from bertviz_lab.figures import training as ftr
 from bertviz_lab.figures import worked as fw
+from bertviz_lab.metrics import EVAL, TRAIN, Metrics
 from bertviz_lab.ui import handout
+from bertviz_lab.ui.models import DEFAULT_CHECKPOINT
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_BROWSER = export.browser_path() is not None
@@ -42,10 +45,10 @@ needs_browser = pytest.mark.skipif(not HAS_BROWSER, reason="no Chrome or Chromiu
 W = np.array([[0.7, 0.2, 0.1], [0.25, 0.5, 0.25], [0.0, 0.4, 0.6]])  # rows sum to 1, no two cells equal by chance
 TOKENS = ["[CLS]", "a<b", "[SEP]"]  # "<" is escaped in the figure and must read back as typed
 LABELS = token_labels(TOKENS)
-CURVES = {"run": ftr.Curves.from_records([{"step": 1, "mlm_loss": 3.0, "mlm_acc": 0.1, "lr": 1e-4,
-                                           "tokens_per_s": 900.0, "loss": 1.1, "acc": 0.4}],
-                                         [{"step": 1, "mlm_loss": 2.5, "mlm_top1": 0.2, "mlm_top5": 0.5,
-                                           "dev_loss": 0.9, "dev_acc": 0.6}])}
+CURVES = {"run": ftr.Curves.from_records([Metrics(TRAIN, 1, loss=3.0, acc=0.1, lr=1e-4, tokens_per_s=900.0)],
+                                         [Metrics(EVAL, 1, loss=2.5, acc=0.2, top5=0.5)])}  # pretraining
+FINETUNE_CURVES = {"run": ftr.Curves.from_records([Metrics(TRAIN, 1, loss=1.1, acc=0.4)],
+                                                  [Metrics(EVAL, 1, loss=0.9, acc=0.6)])}
 
 
 def cell(table: pd.DataFrame, x, y, **where) -> float:
@@ -64,19 +67,21 @@ def column(table: pd.DataFrame, name: str, **where) -> list:
 
 
 # --- numbers(): one case per builder, checked against what was put in ----------------------------------
-def check_heatmap(t):
-    assert len(t) == 9 and list(t.columns[:3]) == ["x", "y", "value"]
-    assert cell(t, "1 a<b", "0 [CLS]") == 0.2 and cell(t, "0 [CLS]", "1 a<b") == 0.25  # key across, query down
-    assert "text" not in t  # a texttemplate is formatting, not data
+# Each check gives its verdict, True or False (the test refuses anything else, so a check that forgets to
+# return cannot pass by giving None).
+def check_heatmap(t) -> bool:
+    return (len(t) == 9 and list(t.columns[:3]) == ["x", "y", "value"]
+            and cell(t, "1 a<b", "0 [CLS]") == 0.2 and cell(t, "0 [CLS]", "1 a<b") == 0.25  # key across, query down
+            and "text" not in t)  # a texttemplate is formatting, not data
 
 
-def check_grid(t):
-    assert sorted(set(t["panel"])) == ["L0 H0", "L0 H1", "L1 H0", "L1 H1 (off)"]
-    assert cell(t, "2 [SEP]", "2 [SEP]", panel="L1 H1 (off)") == 0.6 * 4 and len(t) == 4 * 9
+def check_grid(t) -> bool:
+    return (sorted(set(t["panel"])) == ["L0 H0", "L0 H1", "L1 H0", "L1 H1 (off)"]
+            and cell(t, "2 [SEP]", "2 [SEP]", panel="L1 H1 (off)") == 0.6 * 4 and len(t) == 4 * 9)
 
 
-def check_vector(t):
-    assert column(t, "y", trace="q × k") == [3.0, 8.0] and column(t, "x", trace="q") == [0, 1]
+def check_vector(t) -> bool:
+    return column(t, "y", trace="q × k") == [3.0, 8.0] and column(t, "x", trace="q") == [0, 1]
 
 
 CASES = {
@@ -94,9 +99,9 @@ CASES = {
                              lambda t: t["x"].tolist() == [2.5, 1.0] and t["y"].tolist() == ["input", "LayerNorm 1"]),
     "attention.head_summary": (lambda: fa.head_summary(W[:2], "h", ".2f", "nats"),
                                lambda t: cell(t, "head 2", "layer 1") == 0.25 and len(t) == 6),
-    "finetune.loss_curves": (lambda: ff.loss_curves(CURVES),
+    "finetune.loss_curves": (lambda: ff.loss_curves(FINETUNE_CURVES),
                              lambda t: column(t, "y", trace="train") == [1.1] and column(t, "y", trace="held-out") == [0.9]),
-    "finetune.accuracy_curves": (lambda: ff.accuracy_curves(CURVES), lambda t: column(t, "y", trace="held-out") == [0.6]),
+    "finetune.accuracy_curves": (lambda: ff.accuracy_curves(FINETUNE_CURVES), lambda t: column(t, "y", trace="held-out") == [0.6]),
     "finetune.confusion_heatmap": (lambda: ff.confusion_heatmap(np.array([[3, 1], [0, 4]]), ["yes", "<no>"], "c"),
                                    lambda t: cell(t, "<no>", "yes") == 0.25 and column(t, "text", x="<no>", y="yes") == [1]),
     "finetune.probability_bars": (lambda: ff.probability_bars(["pos", "neg"], np.array([0.8, 0.2])),
@@ -182,11 +187,15 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_numbers_read_back_the_data_put_in(name):
     build, check = CASES[name]
-    table = export.numbers(build())
-    result = check(table)
-    assert result is None or result, table.to_string()
-    round_trip = pd.read_csv(io.StringIO(table.to_csv(index=False)))  # the CSV holds the same table
-    assert list(round_trip.columns) == list(table.columns) and len(round_trip) == len(table)
+    fig = build()
+    table = export.numbers(fig)
+    verdict = check(table)
+    assert isinstance(verdict, bool | np.bool_), f"the check of {name} gives {verdict!r}, not a verdict"
+    assert verdict, table.to_string()
+    csv = pd.read_csv(io.StringIO(export.numbers_csv(fig)), float_precision="round_trip")  # the Export menu's file
+    assert list(csv.columns) == list(table.columns) and len(csv) == len(table)
+    for heading in table.select_dtypes("number"):  # every number as drawn, not rounded on the way out
+        np.testing.assert_array_equal(csv[heading].to_numpy(), table[heading].to_numpy(), err_msg=heading)
 
 
 def builders() -> set[str]:
@@ -285,6 +294,16 @@ def read_zip(data: bytes) -> tuple[set[str], str, zipfile.ZipFile]:
     return set(z.namelist()), z.read("index.html").decode(), z
 
 
+def links_of(index: str) -> Links:
+    links = Links()
+    links.feed(index)
+    return links
+
+
+CHARTS = ("01_Attention/01_attention_L0_H0", "01_Attention/02_softmax_L0_H0_q1", "02_Mask_predict/01_predict_mask1")
+TABLE = "01_Attention/table_softmax_steps.csv"
+
+
 def test_handout_zip_holds_each_chart_three_ways_and_an_index_that_links_only_inside():
     names, index, z = read_zip(handout.handout_zip(PAGES, draw=fake_draw))
     assert names == {"index.html", "01_Attention/01_attention_L0_H0.png", "01_Attention/01_attention_L0_H0.svg",
@@ -292,9 +311,10 @@ def test_handout_zip_holds_each_chart_three_ways_and_an_index_that_links_only_in
                      "01_Attention/02_softmax_L0_H0_q1.svg", "01_Attention/02_softmax_L0_H0_q1.csv",
                      "01_Attention/table_softmax_steps.csv", "02_Mask_predict/01_predict_mask1.png",
                      "02_Mask_predict/01_predict_mask1.svg", "02_Mask_predict/01_predict_mask1.csv"}
-    links = Links()
-    links.feed(index)
-    assert set(links.files) <= names and len(links.images) == 3
+    assert all(z.read(f"{c}.png") == b"\x89PNG fake" and z.read(f"{c}.svg") == b"<svg/>" for c in CHARTS)  # as drawn
+    links = links_of(index)
+    assert sorted(links.files) == sorted(names - {"index.html"})  # every file linked, once
+    assert links.images == [f"{c}.png" for c in CHARTS]
     assert links.restore == ["http://localhost:8501/attention?text_a=a"]
     assert not re.search(r"(src|href)=\"(https?:)?//", index.replace(links.restore[0], ""))  # nothing from outside
     assert "<h2>Attention</h2>" in index and "<h2>Mask &amp; predict</h2>" in index and "No link to this view" in index
@@ -312,19 +332,20 @@ def test_handout_images_are_drawn_by_the_browser():
 
 
 def test_handout_without_a_browser_keeps_the_numbers_and_says_why():
-    names, index, _ = read_zip(handout.handout_zip(PAGES, draw=no_browser))
-    assert not [n for n in names if n.endswith((".png", ".svg"))]
-    assert sum(n.endswith(".csv") for n in names) == 4
+    names, index, z = read_zip(handout.handout_zip(PAGES, draw=no_browser))
+    csvs = [f"{CHARTS[0]}.csv", f"{CHARTS[1]}.csv", TABLE, f"{CHARTS[2]}.csv"]  # in the order the index shows them
+    assert names == {"index.html", *csvs}
     assert "<img" not in index and "without images: PNG/SVG export needs Chrome or Chromium" in index
-    links = Links()
-    links.feed(index)
-    assert set(links.files) <= names
+    assert links_of(index).files == csvs
+    bars = pd.read_csv(io.BytesIO(z.read(f"{CHARTS[2]}.csv")))
+    assert bars["y"].tolist() == ["mat"] and bars["x"].tolist() == [0.5]
 
 
 def test_handout_caps_the_charts_and_says_how_many_were_left_out():
     names, index, _ = read_zip(handout.handout_zip(PAGES, draw=fake_draw, limit=2))
-    assert not any(n.startswith("02_") and n.endswith(".png") for n in names)
-    assert "1 more chart(s) were left out" in index
+    assert names == {"index.html", TABLE, *(f"{c}.{ext}" for c in CHARTS[:2] for ext in ("png", "svg", "csv"))}
+    assert "1 more chart(s) were left out" in index and "2 more chart(s)" not in index
+    assert links_of(index).images == [f"{c}.png" for c in CHARTS[:2]]
 
 
 # --- In the app: the Export menu and the handout button ----------------------------------------------
@@ -368,7 +389,12 @@ def test_with_a_browser_the_menu_offers_png_and_svg(tmp_path, downloads):
     at.run()
     keys = {b.key: b for b in at.download_button if b.key and b.key.startswith("export.context")}
     assert set(keys) == {"export.context.png", "export.context.svg", "export.context.csv"}
-    assert downloads[keys["export.context.png"].proto.deferred_file_id]()[:4] == b"\x89PNG"
+    assert downloads[keys["export.context.png"].proto.deferred_file_id]()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ET.fromstring(downloads[keys["export.context.svg"].proto.deferred_file_id]()).tag.endswith("svg")
+    numbers = pd.read_csv(io.StringIO(downloads[keys["export.context.csv"].proto.deferred_file_id]()))
+    shipped = json.loads((DEFAULT_CHECKPOINT / "config.json").read_text())
+    d_head = shipped["hidden_size"] // shipped["num_attention_heads"]
+    assert numbers["x"].tolist() == list(range(d_head)) and numbers["y"].notna().all()  # one bar a dimension
 
 
 def test_the_handout_holds_the_latest_run_of_every_page_visited(tmp_path, downloads, no_browser_here):

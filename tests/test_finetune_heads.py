@@ -188,11 +188,11 @@ def test_a_token_classifier_needs_no_pooler_and_a_pretraining_folder_is_no_class
 def test_the_card_names_the_heads_a_model_has():
     cfg = BertConfig(**SHAPE)
     many = tuple(f"L{i}" for i in range(10))
-    assert BertClassifier(cfg, LABELS, SEQUENCE).heads == ("a sentence classifier on the pooled CLS vector, no MLM "
+    assert BertClassifier(cfg, LABELS, SEQUENCE).heads_summary == ("a sentence classifier on the pooled CLS vector, no MLM "
                                                            "head (3 labels: negative, neutral, positive)")
-    assert BertClassifier(cfg, many, TOKEN).heads == ("a tag classifier on every token, no MLM head "
+    assert BertClassifier(cfg, many, TOKEN).heads_summary == ("a tag classifier on every token, no MLM head "
                                                       "(10 labels: L0, L1, L2, L3, L4, L5, L6, L7 and 2 more)")
     from bertviz_lab.bert.model import BertForPreTraining
-    assert [BertForPreTraining(cfg, **heads).heads for heads in (
+    assert [BertForPreTraining(cfg, **heads).heads_summary for heads in (
         {}, {"nsp_head": False}, {"mlm_head": False, "nsp_head": False})] == [
         "MLM + NSP", "MLM only", "none (encoder only)"]

@@ -95,7 +95,7 @@ def test_full_fine_tuning_learns_a_pair_task_the_dev_set_tells():
     records = list(tuner.run())
     evals = [r for r in records if r["kind"] == "eval"]
     assert [e["step"] for e in evals] == [0, 60]
-    assert evals[0]["dev_acc"] <= 0.75 and evals[-1]["dev_acc"] == 1.0  # "tired" vs "happy" needs sentence B
+    assert evals[0]["acc"] <= 0.75 and evals[-1]["acc"] == 1.0  # "tired" vs "happy" needs sentence B
 
 
 def test_batches_are_a_pure_function_of_seed_and_step_across_epochs():

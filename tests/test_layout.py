@@ -42,6 +42,8 @@ def test_the_contracts_hold_on_this_tree():
     ("bertviz_lab/pretrain/loop.py", "import bertviz_lab.views.probe", "bertviz_lab.pretrain.loop -> bertviz_lab.views"),
     ("bertviz_lab/views/attention.py", "import streamlit", "bertviz_lab.views.attention -> streamlit"),
     ("bertviz_lab/figures/attention.py", "import torch", "bertviz_lab.figures.attention -> torch"),
+    ("bertviz_lab/classroom.py", "import streamlit", "bertviz_lab.classroom -> streamlit"),
+    ("bertviz_lab/classroom.py", "from bertviz_lab.pretrain import runs", "bertviz_lab.classroom -> bertviz_lab.pretrain"),
 ])
 def test_an_upward_or_streamlit_import_breaks_a_contract(tree_copy, module, line, broken):
     path = tree_copy / module

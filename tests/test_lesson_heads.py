@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bertviz_lab.pretrain import heads
+from bertviz_lab.pretrain import head_roles
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import inputs
 from bertviz_lab.views import lesson as vl
@@ -72,7 +72,7 @@ def test_the_previous_token_head_is_scored_on_other_sentences_too(tiny_model, ti
     scores, even = [], []
     for text in others:  # by hand: each word token's weight on the token just before it, mean over the words
         enc = tiny_tokenizer.encode(text)
-        w = heads.attention(tiny_model, [enc])[0]
+        w = head_roles.attention(tiny_model, [enc])[0]
         T = len(enc.ids)
         scores.append(w[:, :, np.arange(1, T - 1), np.arange(0, T - 2)].mean(-1))
         even.append(1 / T)
@@ -107,7 +107,7 @@ def test_the_pronoun_head_is_chosen_without_the_example_and_scored_on_sentences_
 
     def weight(text):  # (L, H): the pronoun's first token to every token of its noun, by hand
         enc = tiny_tokenizer.encode(text)
-        w = heads.attention(tiny_model, [enc])[0]
+        w = head_roles.attention(tiny_model, [enc])[0]
         pronoun, noun = by_text[text].links[vlh.ROLE][0]
         return w[:, :, enc.word_ids.index(pronoun)][..., [i for i, x in enumerate(enc.word_ids) if x == noun]].sum(-1)
     choosing = np.mean([weight(t) for t in found.chosen_on], axis=0)

@@ -7,6 +7,7 @@ follower drew the work's news, the run is held mid-way), so a busy machine makes
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import traceback
@@ -53,6 +54,16 @@ def joined(threads: list[threading.Thread]) -> None:
     for thread in threads:
         thread.join(WAIT_S)
         assert not thread.is_alive()
+
+
+def test_slots_give_every_session_one_slot_per_key_and_keep_the_latest_keys():
+    slots = once.Slots("The test work", keep=2)
+    a, b = slots.slot("a"), slots.slot(("b", 1))
+    assert slots.slot("a") is a and a is not b and a.name == "The test work"
+    slots.slot("c")  # a third key: the one asked for longest ago, b, goes
+    assert slots.slot("a") is a and slots.slot(("b", 1)) is not b
+    slots.clear()
+    assert slots.slot("a") is not a
 
 
 def test_two_threads_that_ask_at_once_run_the_work_once_and_share_its_result():
@@ -132,8 +143,7 @@ def tiny(monkeypatch):
     there once if `fail` is set. Every redraw of a follower is noted in `frames`; a session that redraws while
     `leave` is set and the run is held leaves (st.stop: its script stops, as when its user navigates away); the
     redraw that makes the frames `open_at` long opens the gate."""
-    monkeypatch.setitem(runs.TINY, "steps", 6)
-    monkeypatch.setitem(runs.TINY, "eval_every", 3)
+    monkeypatch.setattr(runs, "TINY", dataclasses.replace(runs.TINY, steps=6, eval_every=3))
     spy = SimpleNamespace(calls=[], gate=threading.Event(), held=threading.Event(), fail=False, frames=[],
                           leave=False, open_at=None)
     spy.gate.set()
@@ -166,10 +176,10 @@ def tiny(monkeypatch):
 
     monkeypatch.setattr(runs, "train_tiny", train_tiny)
     monkeypatch.setattr(ui, "_training_frame", frame)
-    ui._runs.clear()
+    ui.RUNS.clear()
     yield spy
     spy.gate.set()
-    ui._runs.clear()
+    ui.RUNS.clear()
 
 
 def session() -> AppTest:
@@ -217,7 +227,7 @@ def test_two_sessions_that_press_reveal_share_one_run(tiny, monkeypatch):
     assert revealed(second.button(key=REVEAL).click().run()) == run
     assert tiny.calls == [0] and len(tiny.frames) == drawn  # the second found it done: nothing to follow
     seed, train, held_out = run
-    assert seed == 0 and [r["step"] for r in held_out] == [0, 3, 6] and len(train) == 6
+    assert seed == 0 and [r.step for r in held_out] == [0, 3, 6] and len(train) == 6
     assert computed == ["once: The tiny training run"]  # the frequency guess: by the run, the sessions read it
 
 
@@ -245,5 +255,5 @@ def test_a_run_that_fails_says_so_and_the_next_reveal_starts_it_again(tiny):
     assert f"The tiny training run failed (RuntimeError: {MOON}); asking again starts it over." in error
     assert "lesson.training" not in follower.session_state  # nothing half-kept
     run = revealed(starter.button(key=REVEAL).click().run())
-    assert tiny.calls == [0, 0] and [r["step"] for r in run[2]] == [0, 3, 6]  # started over, and finished
+    assert tiny.calls == [0, 0] and [r.step for r in run[2]] == [0, 3, 6]  # started over, and finished
     assert revealed(follower.button(key=REVEAL).click().run()) == run and tiny.calls == [0, 0]

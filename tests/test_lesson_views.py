@@ -1,7 +1,8 @@
 """views/lesson.py, lesson_vectors.py and lesson_runs.py on tiny models: each question's answer against the model's
 own numbers, computed here another way, the options it is asked with, the near ties it accepts and the questions
 it does not score (the head steps, views/lesson_heads.py, in tests/test_lesson_heads.py; the embedding step in
-tests/test_lesson_embeddings.py)."""
+tests/test_lesson_embeddings.py; the probe's logistic regression, finetune/linear_probe.py, in
+tests/test_linear_probe.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ import torch
 from conftest import vocab_of_size
 
 from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.rng import global_rng
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import InputError
+from bertviz_lab.metrics import EVAL, Metrics
 from bertviz_lab.pretrain.loop import EVAL_STREAM, Trainer
 from bertviz_lab.views import inputs, predict
 from bertviz_lab.views import lesson as vl
@@ -26,7 +29,6 @@ from bertviz_lab.views import lesson_runs as runs
 from bertviz_lab.views import lesson_vectors as vlv
 from bertviz_lab.views import losses as lv
 from bertviz_lab.views import representations as rv
-from bertviz_lab.views import shapes
 
 CAT = "the cat sat on the [MASK] ."
 
@@ -229,15 +231,20 @@ def test_the_score_counts_right_answers_of_the_revealed_steps():
     assert vl.score(answered) == "2 of 3 right so far"
 
 
+def held(step: int, loss: float) -> Metrics:
+    """A held-out record of the tiny run."""
+    return Metrics(EVAL, step, loss=loss)
+
+
 def test_the_start_loss_options_are_of_one_form_and_give_nothing_away():
     question, levels = runs.start_question(2171)
     assert question.options == ("about 11.5", "about 7.7", "about 3.5", "about 0.8")  # ln 2,171 = 7.68
     assert levels["about 7.7"] == pytest.approx(math.log(2171)) and "2,171" in question.prompt
     assert all(re.fullmatch(r"about \d+\.\d", option) for option in question.options)  # one decimal, every one
     assert not any("ln" in option or "V" in option for option in question.options)
-    assert runs.start_loss(2171, [{"step": 0, "mlm_loss": 7.9}, {"step": 60, "mlm_loss": 6.0}]).answer == "about 7.7"
-    assert runs.start_loss(2171, [{"step": 0, "mlm_loss": 1.2}]).answer == "about 0.8"
-    assert runs.start_loss(2171, [{"step": 0, "mlm_loss": 12.0}]).answer == "about 11.5"
+    assert runs.start_loss(2171, [held(0, 7.9), held(60, 6.0)]).answer == "about 7.7"
+    assert runs.start_loss(2171, [held(0, 1.2)]).answer == "about 0.8"
+    assert runs.start_loss(2171, [held(0, 12.0)]).answer == "about 11.5"
     small, _ = runs.start_question(20)  # ln 20 = 3.0: its options scale with it
     assert small.options == ("about 4.5", "about 3.0", "about 1.3", "about 0.3")
 
@@ -248,12 +255,12 @@ def test_the_run_is_set_against_a_guess_by_the_corpuss_token_frequencies(monkeyp
     assert runs._frequency_loss.__wrapped__() == (frequency, counted)  # computed again: the same, to the bit
     monkeypatch.setattr(runs, "frequency_loss", lambda: (5.5, 40_000))
     chance = math.log(2171)
-    note = runs.frequency_note([{"step": 0, "mlm_loss": 7.7}, {"step": 60, "mlm_loss": 6.0}], 2171)
+    note = runs.frequency_note([held(0, 7.7), held(60, 6.0)], 2171)
     assert f"ln V = {chance:.2f}" in note and "scores 5.50" in note and "40,000 tokens" in note
     assert f"{(chance - 6.0) / (chance - 5.5):.0%} of the way from the uniform guess to the frequency guess" in note
-    below = runs.frequency_note([{"step": 0, "mlm_loss": 7.7}, {"step": 60, "mlm_loss": 5.2}], 2171)
+    below = runs.frequency_note([held(0, 7.7), held(60, 5.2)], 2171)
     assert "below the frequency guess" in below and "of the way" not in below
-    worse = runs.frequency_note([{"step": 0, "mlm_loss": 7.7}, {"step": 60, "mlm_loss": 7.9}], 2171)
+    worse = runs.frequency_note([held(0, 7.7), held(60, 7.9)], 2171)
     assert "no better than the uniform guess yet" in worse
 
 
@@ -273,40 +280,29 @@ def test_the_frequency_guess_scores_the_held_out_masks_of_any_seed():
 
 
 def test_a_tiny_training_run_leaves_threads_and_random_numbers_as_they_were(monkeypatch):
-    monkeypatch.setitem(runs.TINY, "steps", 4)
-    monkeypatch.setitem(runs.TINY, "eval_every", 2)
+    monkeypatch.setattr(runs, "TINY", dataclasses.replace(runs.TINY, steps=4, eval_every=2))
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
     reported = []
     records = runs.train_tiny(seed=3, report=reported.append)
     assert reported == records  # each one handed on as it came
     assert [r["step"] for r in records if r["kind"] == "eval"] == [0, 2, 4] and records[-1]["kind"] == "end"
     held_out = [r for r in records if r["kind"] == "eval"]
-    assert held_out[0]["mlm_loss"] == pytest.approx(math.log(runs.tiny_vocab_size()), rel=0.1)
+    assert held_out[0]["loss"] == pytest.approx(math.log(runs.tiny_vocab_size()), rel=0.1)
     assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), rng)
 
 
 def test_a_tiny_run_in_another_thread_waits_for_the_global_generator_and_is_a_pure_function_of_its_seed(monkeypatch):
-    monkeypatch.setitem(runs.TINY, "steps", 2)
-    monkeypatch.setitem(runs.TINY, "eval_every", 2)
-    alone = [r["mlm_loss"] for r in runs.train_tiny(seed=5) if r["kind"] == "eval"]
+    monkeypatch.setattr(runs, "TINY", dataclasses.replace(runs.TINY, steps=2, eval_every=2))
+    alone = [r["loss"] for r in runs.train_tiny(seed=5) if r["kind"] == "eval"]
     reported, done = [], []
-    with shapes.global_rng(seed=99):  # another thread seeds torch's generator and draws from it meanwhile
+    with global_rng(seed=99):  # another thread seeds torch's generator and draws from it meanwhile
         worker = threading.Thread(target=lambda: done.append(runs.train_tiny(seed=5, report=reported.append)))
         worker.start()
         torch.randn(1000)
         worker.join(0.3)
         assert not reported  # the run builds its model only once the generator is free
     worker.join(60)
-    assert [r["mlm_loss"] for r in done[0] if r["kind"] == "eval"] == alone  # the same run, to the bit
-
-
-def test_a_linear_probe_learns_separable_features_and_not_random_labels():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(300, 16))
-    y = (x[:, 3] > 0).astype(int)
-    assert runs.fit_probe(x[:200], y[:200], x[200:], y[200:], 2) >= 0.8
-    noise = rng.integers(0, 2, 300)
-    assert runs.fit_probe(x[:200], noise[:200], x[200:], noise[200:], 2) < 0.65
+    assert [r["loss"] for r in done[0] if r["kind"] == "eval"] == alone  # the same run, to the bit
 
 
 def test_probes_compare_the_model_with_random_weights_of_its_shape(tiny_model, tiny_tokenizer, monkeypatch):

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.ui import classroom, links, models, share
+from bertviz_lab import classroom
+from bertviz_lab.ui import classroom as ui_classroom
+from bertviz_lab.ui import links, models, share
 from bertviz_lab.views import inputs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -295,7 +297,7 @@ def test_the_note_goes_once_the_view_changes():
 
 def test_a_link_never_reads_a_model_outside_the_lab_for_a_visitor(monkeypatch, tmp_path, tiny_checkpoint):
     monkeypatch.setenv(classroom.CLASSROOM_ENV, "1")
-    monkeypatch.setattr(classroom, "client_ip", lambda: "192.168.1.77")
+    monkeypatch.setattr(ui_classroom, "client_ip", lambda: "192.168.1.77")
     monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
     at = open_link("attention", {"model": str(tiny_checkpoint)})
     (note,) = notes(at)
@@ -316,7 +318,7 @@ def test_runs_in_a_link_is_the_runs_root_wherever_it_points(visitor, monkeypatch
     folder = runs_elsewhere
     if visitor:
         monkeypatch.setenv(classroom.CLASSROOM_ENV, "1")
-        monkeypatch.setattr(classroom, "client_ip", lambda: "192.168.1.77")
+        monkeypatch.setattr(ui_classroom, "client_ip", lambda: "192.168.1.77")
         monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
     at = open_link("attention", {"model": "runs/r1/checkpoint"})
     assert notes(at) == []

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from figure_data import array
+from figure_data import array, figures
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
@@ -38,10 +38,6 @@ def shipped_weights(text_a: str, text_b: str | None = None):
     ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
     encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text_a, text_b)
     return encoding, inputs.attention_matrices(inputs.run(ckpt.model, encoding, trace=True))
-
-
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
 def titled(at: AppTest, start: str) -> dict:

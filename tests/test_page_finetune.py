@@ -203,9 +203,10 @@ def test_class_demo_settings_are_the_defaults_with_fewer_steps_and_start_that_ru
     assert not at.exception and not at.error
     assert at.radio(key="finetune.task").value == "coherence" and at.radio(key="finetune.weights").value == "pretrained"
     assert at.selectbox(key="finetune.start").value == "bertviz-mini (shipped)"
-    shown = {name: at.number_input(key=f"finetune.{name}").value for name in vf.FIELDS}
+    numbers = [field.name for field in vf.FORM.numbers]
+    shown = {name: at.number_input(key=f"finetune.{name}").value for name in numbers}
     assert shown == vf.CLASS_DEMO and shown["steps"] < vf.DEFAULTS["steps"]
-    assert {n: v for n, v in shown.items() if n != "steps"} == {n: vf.DEFAULTS[n] for n in vf.FIELDS if n != "steps"}
+    assert {n: v for n, v in shown.items() if n != "steps"} == {n: vf.DEFAULTS[n] for n in numbers if n != "steps"}
     at.button(key="finetune.go").click().run()
     (run,) = [r for r in runs.list_runs(empty) if r.name != "tiny-pre"]
     runs.stop(run.path, timeout=30)
@@ -242,7 +243,7 @@ def test_the_run_started_from_the_page_shows_its_curves(trained):
     np.testing.assert_array_equal(array(curves["held-out"]["x"]), [0, 4])
     held = runs.read_metrics(root / "from-page", "eval")
     accuracy = {t["name"]: t for t in charts(at, "Accuracy")[0]["data"]}
-    np.testing.assert_allclose(array(accuracy["held-out"]["y"]), [r["dev_acc"] for r in held])
+    np.testing.assert_allclose(array(accuracy["held-out"]["y"]), [r["acc"] for r in held])
     assert any("coherence · from tiny-pre step 10 · full fine-tuning" in c.value for c in at.caption)
     chance = fd.chance(data.load_task(root / "from-page" / TASK_FILE), 1000)  # the run's own dev set, not 1 / labels
     assert any(f"always answering \u201c{chance.label}\u201d gets {chance.share:.1%}" in c.value for c in at.caption)
@@ -259,7 +260,7 @@ def test_the_confusion_matrix_and_the_wrong_examples_match_the_checkpoint(traine
         counts[labels.index(t), labels.index(p)] += 1
     heatmap = charts(at, "Confusion matrix")[0]["data"][0]
     np.testing.assert_array_equal(array(heatmap["customdata"]), counts)
-    last = runs.read_metrics(root / name, "eval")[-1]["dev_acc"]
+    last = runs.read_metrics(root / name, "eval")[-1]["acc"]
     assert np.trace(counts) / counts.sum() == pytest.approx(last)  # the curve's last point
     wrong_table = table(at, "confidence")
     assert set(wrong_table["#"]) == wrong and len(wrong_table) == len(wrong)
@@ -308,7 +309,7 @@ def test_the_overlay_draws_one_trace_per_chosen_run(trained):
                      "coherence · from scratch (2×32) · full fine-tuning"]  # legends: the runs' descriptions
     assert len(charts(at, "Training loss")[0]["data"]) == 2
     notes = [m.value.replace("\\", "") for m in at.markdown if "always answering" in m.value][0]  # what these two runs show
-    last = {name: runs.read_metrics(root / name, "eval")[-1]["dev_acc"] for name in ("from-page", "scratch")}
+    last = {name: runs.read_metrics(root / name, "eval")[-1]["acc"] for name in ("from-page", "scratch")}
     assert f"pretrained with NSP against random weights: {last['from-page']:.1%} vs {last['scratch']:.1%}" in notes
     assert fd.COHERENCE_NOTE in notes and "climbs slowly, if at all" not in notes
 
@@ -353,3 +354,34 @@ def test_a_checkpoint_that_is_not_a_classifier_is_a_message(trained, tmp_path, m
         at = page(tab)
         assert not at.exception
         assert "not a fine-tuned classifier" in at.warning[0].value, tab
+
+
+# --- Run controls (the run pages' shared library, ui/runs.py, with this page's keys) --------------------------
+def test_a_refused_resume_is_one_line_and_delete_asks_first(empty):
+    from bertviz_lab.pretrain import process
+
+    folder = empty / "busy"
+    (folder / "checkpoints" / "step-000002").mkdir(parents=True)
+    atomic.write_json(folder / "run.json", {"kind": "finetune", "command": [],
+                                            "config": FinetuneConfig(task="coherence", **SCRATCH).to_dict()})
+    atomic.write_json(folder / "status.json", {"status": "failed", "message": "boom", "step": 2, "total_steps": 4,
+                                               "created": time.time()})
+    atomic.write_json(folder / "checkpoint.json", {"step": 2, "path": "checkpoints/step-000002"})
+    at = page()
+    assert at.selectbox(key="finetune.run").value == "busy"
+    lock = process.hold(folder, "training, started by owner")  # as if a trainer had just taken it
+    try:
+        at.button(key="finetune.resume").click().run()
+    finally:
+        lock.release()
+    assert not at.exception and runs.read(folder).status == "failed"  # nothing started
+    (refusal,) = [w.value for w in at.warning if w.value.startswith("run 'busy' is in use: process ")]
+    assert "stop it first" not in refusal  # Resume's refusal, not Delete's
+    at.button(key="finetune.delete").click().run()
+    assert any(w.value.startswith("Delete run busy?") for w in at.warning) and folder.exists()
+    at.button(key="finetune.delete_no").click().run()
+    assert "finetune.delete_yes" not in [b.key for b in at.button] and folder.exists()
+    at.button(key="finetune.delete").click().run()
+    at.button(key="finetune.delete_yes").click().run()
+    assert not at.exception and not folder.exists()
+    assert "No fine-tuning runs yet" in at.info[0].value

@@ -121,7 +121,7 @@ def expected_answers(ckpt, at: AppTest) -> dict[int, tuple[object, set]]:
     p_next = {b: float(run(ckpt, "the cat sat on the mat .", b)[1].nsp_logits[0].softmax(-1)[0])
               for b in options(at, 7)}
     found[7] = max(p_next, key=p_next.get), near(p_next)
-    step0 = Trainer(runs.tiny_config(0)).evaluate()["mlm_loss"]
+    step0 = Trainer(runs.tiny_config(0)).evaluate().loss
     start = min(runs.start_question(runs.tiny_vocab_size())[1].items(), key=lambda kv: abs(kv[1] - step0))[0]
     found[8] = start, {start}
     probes = runs.compare_probes(model, tok, "acceptability").accuracy
@@ -175,9 +175,9 @@ def test_the_revealed_views_hold_the_models_numbers(mini):
     go(at, 8)
     answer(at, 8, options(at, 8)[-1])
     held_out = [r for r in at.session_state["lesson.training"][2]]
-    assert held_out[0]["step"] == 0 and held_out[-1]["step"] == runs.TINY["steps"]
-    assert held_out[-1]["mlm_loss"] < held_out[0]["mlm_loss"] - 0.5  # it learned something in seconds
-    assert held_out[0]["mlm_loss"] == pytest.approx(math.log(runs.tiny_vocab_size()), rel=0.05)
+    assert held_out[0].step == 0 and held_out[-1].step == runs.TINY.steps
+    assert held_out[-1].loss < held_out[0].loss - 0.5  # it learned something in seconds
+    assert held_out[0].loss == pytest.approx(math.log(runs.tiny_vocab_size()), rel=0.05)
     at.run()  # a rerun does not train again: the run is the same object
     assert at.session_state["lesson.training"][2] == held_out
 
@@ -242,7 +242,7 @@ def test_the_training_chart_grows_live_but_the_handout_keeps_only_the_finished_c
 def test_the_probes_are_trained_once_for_every_session(monkeypatch):
     calls, real = [], runs.compare_probes
     monkeypatch.setattr(runs, "compare_probes", lambda *args, **kw: calls.append(args[2]) or real(*args, **kw))
-    ui._probes.clear()
+    ui.PROBES.clear()
     verdicts = []
     for _ in range(2):  # two sessions, one after the other
         at = go(page(), 9)
@@ -341,10 +341,10 @@ def test_the_training_step_measures_what_the_run_learned_against_word_frequencie
 
 def test_the_probe_step_is_called_a_linear_probe_while_it_trains(monkeypatch):
     monkeypatch.setattr(runs, "compare_probes", mock.Mock(side_effect=InputError("stopped here to read the bar")))
-    ui._probes.clear()
+    ui.PROBES.clear()
     at = go(page(), 9)
     widget(at, 9).set_value(runs.PRETRAINED).run()
     at.button(key="lesson.reveal.9").click().run()
     texts = [p.text for p in at.progress]
     assert "Linear probe: reading the task…" in texts and not any("Fine-tuning" in t for t in texts), texts
-    ui._probes.clear()
+    ui.PROBES.clear()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from figure_data import figures
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
@@ -20,10 +20,6 @@ def page(text: str | None = None) -> AppTest:
         at.text_area(key="predict.text_a").input(text).run()
     assert not at.exception, at.exception
     return at
-
-
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
 def candidates(at: AppTest, index: int = 0) -> list[str]:

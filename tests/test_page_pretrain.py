@@ -193,7 +193,7 @@ def test_overlaying_runs_draws_each_runs_held_out_curve(runs_dir):
     assert [t["name"] for t in overlay["data"]] == ["with-nsp · held-out", "no-nsp · held-out"]
     held = {r: records.read_metrics(runs_dir / r, "eval") for r in ("with-nsp", "no-nsp")}
     for trace, run in zip(overlay["data"], held):
-        np.testing.assert_allclose(array(trace["y"]), [r["mlm_loss"] for r in held[run]])
+        np.testing.assert_allclose(array(trace["y"]), [r["loss"] for r in held[run]])
     assert [t["name"] for t in charts(at, "NSP loss")[-1]["data"]] == ["with-nsp · held-out"]
 
 

@@ -1,25 +1,18 @@
 """Representations with the learner's own sentences (issue 33, point 4): two sentences span one direction, so the
 map is one honest line with plain numbers, and the one cosine that exists is drawn with a note on the missing one."""
 
-import json
 from pathlib import Path
 
 import numpy as np
-import pytest
-from figure_data import array
+from figure_data import array, figures
+from model_numbers import cosine_matrix, word_vectors
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
 from bertviz_lab.ui.representations import OWN
 from bertviz_lab.views import representations as rv
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "representations.py")
 TWO = ["i went to the bank to deposit money .", "we sat on the bank of the river ."]
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    return cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
 
 
 def own(lines: str) -> AppTest:
@@ -32,8 +25,7 @@ def own(lines: str) -> AppTest:
 
 def titled(at: AppTest, start: str) -> dict:
     """The one chart whose title starts with `start`."""
-    (spec,) = [s for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
-               if s["layout"]["title"]["text"].startswith(start)]
+    (spec,) = [s for s in figures(at) if s["layout"]["title"]["text"].startswith(start)]
     return spec
 
 
@@ -47,8 +39,8 @@ def test_two_sentences_are_drawn_on_one_axis_with_plain_numbers_and_a_sentence_w
     x = np.concatenate([array(t["x"]) for t in scatter["data"]])
     y = np.concatenate([array(t["y"]) for t in scatter["data"]])
     assert np.all(y == 0.0)  # the rounding-level second component is not drawn
-    wic = rv.word_in_context(shipped.model, shipped.tokenizer, "bank", TWO)
-    distance = np.linalg.norm(wic.vectors[-1, 0].astype(np.float64) - wic.vectors[-1, 1])
+    last = word_vectors(shipped, "bank", TWO)[-1]  # (2, d): the model run here, one sentence at a time
+    distance = np.linalg.norm(last[0] - last[1])
     assert abs(abs(x[0] - x[1]) - distance) < 1e-4 * distance  # the line holds the whole distance
     low, high = layout["xaxis"]["range"]
     room = 0.1 * (high - low)  # no point on the edge, where its number would sit under the legend
@@ -69,8 +61,8 @@ def test_two_sentences_of_different_senses_draw_their_one_cosine_with_a_note(shi
     lines = titled(at, "Cosine of the one")
     assert lines["layout"]["title"]["text"] == "Cosine of the one different-sense pair by layer"
     assert [t["name"] for t in lines["data"]] == [rv.CROSS]
-    wic = rv.word_in_context(shipped.model, shipped.tokenizer, "bank", TWO)
-    assert np.allclose(array(lines["data"][0]["y"]), rv.cosines(wic.vectors)[:, 0, 1], atol=1e-9)
+    expected = [cosine_matrix(layer)[0, 1] for layer in word_vectors(shipped, "bank", TWO)]  # every layer
+    np.testing.assert_allclose(array(lines["data"][0]["y"]), expected, atol=1e-5)
     notes = [i.value for i in at.info]
     assert any("1 different-sense pair and no same-sense pair" in n and "add a sentence with a sense one of them already has" in n
                for n in notes), notes

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_page_pretrain import TINY, fill, page, submit, wait_done
 
-from bertviz_lab.pretrain import heads, runs, snapshots
+from bertviz_lab.pretrain import head_roles, runs, snapshots
 from bertviz_lab.ui import state
 from bertviz_lab.views import timelapse as vt
 
@@ -92,7 +92,7 @@ def test_the_shipped_history_shows_the_previous_token_head_forming():
     assert after["layer 0 head 3"].startswith("no clear role")  # its best, verb → subject 0.09, is uniform's
     captions = " ".join(c.value for c in at.caption)
     assert "hold 26% of the variance" in captions and "the steps are not to scale" in captions
-    note = heads.twins_note()
+    note = head_roles.twins_note()
     assert note.startswith("In these probe sentences every verb's subject is the word just before it")
     assert at.caption[0].value.endswith(note)  # the page's introduction
     at = at.selectbox(key=state.TimeLapse.ROLE.name).set_value("verb_subject").run()

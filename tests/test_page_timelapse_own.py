@@ -61,11 +61,11 @@ def test_a_sentence_typed_here_plays_on_the_runs_checkpoints(run_dir, monkeypatc
     expected = vt.own_probe(load_checkpoint(kept[20]), MINE)
     grid = titled(at, "Every head at step 20")
     drawn = np.concatenate([array(t["z"]).ravel() for t in grid["data"] if t["type"] == "heatmap"])
-    assert np.allclose(drawn, expected["attention"].ravel(), atol=1e-6)
+    assert np.allclose(drawn, expected.attention.ravel(), atol=1e-6)
     bars = titled(at, "Guesses for [MASK]")
     assert bars["layout"]["title"]["text"] == "Guesses for [MASK]"  # no true word to claim
-    assert list(bars["data"][0]["y"]) == [t for t, _ in expected["top"]]
-    assert np.allclose(array(bars["data"][0]["x"]), [p for _, p in expected["top"]])
+    assert list(bars["data"][0]["y"]) == [t for t, _ in expected.top]
+    assert np.allclose(array(bars["data"][0]["x"]), [p for _, p in expected.top])
 
 
 def test_a_new_sentence_reads_no_checkpoint_from_disk_again(run_dir, monkeypatch):
@@ -128,7 +128,7 @@ def test_the_guesses_keep_one_scale_over_every_frame_while_playing(run_dir, monk
     at = lapse_page(run_dir.parent, monkeypatch)
     lapse = vt.from_run(run_dir)
     probe = at.selectbox(key=K.PROBE.name).value
-    highest = max(p for f in lapse.frames for _, p in vt.probe(f, probe)["top"])
+    highest = max(p for f in lapse.frames for _, p in vt.probe(f, probe).top)
     ranges = set()
     at = at.button(key=K.PLAY.name).click().run()  # playing from the start: step 0, the untrained model
     assert at.select_slider(key=K.STEP.name).value == 0
@@ -137,7 +137,7 @@ def test_the_guesses_keep_one_scale_over_every_frame_while_playing(run_dir, monk
     for step in (5, 100):
         at.select_slider(key=K.STEP.name).set_value(step).run()
         ranges.add(tuple(titled(at, "Guesses for [MASK]")["layout"]["xaxis"]["range"]))
-    step0 = max(p for _, p in vt.probe(lapse.frames[0], probe)["top"])
+    step0 = max(p for _, p in vt.probe(lapse.frames[0], probe).top)
     assert len(ranges) == 1 and highest <= ranges.pop()[1] < 1.2 * highest  # one scale, from the whole history
     assert step0 < 0.5 * highest  # so step 0's short bars stay short
 

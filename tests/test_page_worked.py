@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from figure_data import figures
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "worked.py")
@@ -22,10 +22,6 @@ def page() -> AppTest:
 def frame(at: AppTest, column: str, nth: int = 0) -> pd.DataFrame:
     """The nth table that has `column` (tables are found by what they hold, not by position)."""
     return [d.value for d in at.dataframe if column in d.value.columns][nth]
-
-
-def charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def metric(at: AppTest, label: str) -> str:
@@ -56,7 +52,7 @@ def test_seed_numbers_render_with_their_comparisons():
 
 def test_charts_show_the_tables_numbers():
     at = page()
-    attn, mlm, plain, scaled = charts(at)
+    attn, mlm, plain, scaled = figures(at)
     weights = frame(at, "weight")
     assert attn["data"][0]["y"] == pytest.approx(weights["weight"].tolist())
     assert attn["data"][1]["y"] == pytest.approx(weights["weight (as printed in seed 000)"].tolist())
@@ -78,7 +74,7 @@ def test_editing_scores_and_tokens_recomputes_and_drops_the_print():
     assert table["weight"].tolist() == pytest.approx(softmax([0, 0, 1]))
     assert "weight (as printed in seed 000)" not in table
     assert metric(at, "Largest weight") == f"{softmax([0, 0, 1])[2]:.4f}"
-    assert charts(at)[0]["data"][0]["y"] == pytest.approx(table["weight"].tolist())
+    assert figures(at)[0]["data"][0]["y"] == pytest.approx(table["weight"].tolist())
     at.button(key="worked.attn.reset").click().run()
     assert frame(at, "weight")["token"].tolist()[0] == "[CLS]" and "1 of the 17" in at.warning[0].value
 
@@ -132,7 +128,7 @@ def test_one_hot_query_and_embedding_edits_recompute():
     side = frame(at, "weight (no scaling)")
     assert side["q·k"].tolist() == [9.0, 0.0, 0.0]
     assert side["weight (no scaling)"].tolist() == pytest.approx(softmax([9, 0, 0]))
-    assert charts(at)[2]["data"][0]["y"] == pytest.approx(side["weight (no scaling)"].tolist())
+    assert figures(at)[2]["data"][0]["y"] == pytest.approx(side["weight (no scaling)"].tolist())
     at.button(key="worked.onehot.reset").click().run()
     assert frame(at, "weight (no scaling)")["q·k"].tolist() == [0.0, 1.0, 0.0]
     assert "6 of the 6" in at.warning[-1].value

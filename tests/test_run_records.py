@@ -16,6 +16,7 @@ from bertviz_lab import files
 from bertviz_lab.pretrain import checkpoints, records, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.views import timelapse as vt
+from bertviz_lab.views.timelapse_frames import Frame
 from tests.test_timelapse import raw
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
@@ -69,7 +70,7 @@ def peak_of(fn):
 def test_a_refresh_reads_only_the_lines_appended_since_and_waits_for_a_half_written_one(tmp_path):
     path = tmp_path / records.METRICS
     path.write_text(lines(*map(train, range(1, 101))))
-    log = records.Metrics(path)
+    log = records.MetricsLog(path)
     log.refresh()
     assert len(log.records) == 100 and log.bytes_read == path.stat().st_size == log.offset
     before, more, half = log.offset, lines(train(101), {"kind": "eval", "step": 101, "mlm_loss": 3.0}), '{"kind": "tr'
@@ -90,7 +91,7 @@ def test_a_refresh_reads_only_the_lines_appended_since_and_waits_for_a_half_writ
 def test_a_file_replaced_shrunk_or_rewritten_in_place_is_read_again_from_the_start(tmp_path):
     path = tmp_path / records.METRICS
     path.write_text(lines(*map(train, range(1, 11))))
-    log = records.Metrics(path)
+    log = records.MetricsLog(path)
     log.refresh()
     records.keep_until(path, 4)  # a resume: records past the checkpoint's step go (a new file, renamed over)
     log.refresh()
@@ -125,7 +126,7 @@ def test_a_reader_keeps_max_records_every_evaluation_and_train_records_spread(tm
     path = tmp_path / records.METRICS
     path.write_text(lines(*(r for s in range(1, 2001) for r in (
         [train(s), {"kind": "eval", "step": s, "mlm_loss": 2.0}] if s % 100 == 0 else [train(s)]))))
-    log = records.Metrics(path, max_records=500)
+    log = records.MetricsLog(path, max_records=500)
     log.refresh()
     kinds = [r["kind"] for r in log.records]
     assert len(log.records) <= 500 and kinds.count("eval") == 20 and log.thinned > 0
@@ -184,7 +185,7 @@ def test_a_frame_of_another_model_shape_is_left_out_with_one_note(one_layer_run)
     four_layers = {**raw(5, [0.2, 0.3]), "layers": 4}
     four_layers["probes"][0]["attention"] = [four_layers["probes"][0]["attention"][0]] * 4
     four_layers["roles"] = {role: [scores[0]] * 4 for role, scores in four_layers["roles"].items()}
-    assert vt._checked(four_layers) is not None  # consistent in itself: only the run's shape tells it is not this run's
+    assert Frame.of(four_layers) is not None  # consistent in itself: only the run's shape tells it is not this run's
     (one_layer_run / snapshots.FILE).write_text(lines(raw(0, [0.1, 0.1]), four_layers, raw(10, [0.3, 0.4])))
     lapse = vt.from_run(one_layer_run)
     assert lapse.steps == [0, 10] and lapse.shape == (1, 2)
@@ -206,14 +207,14 @@ def test_a_200_mb_snapshots_file_is_read_in_bounded_memory(tmp_path):
         for step in range(HOSTILE // len(line)):
             out.write(b'{"kind": "snapshot", "step": %d' % step + line[start:])
     shape = vt._shape(run / "run.json", of_run=True)
-    (frames, note, refused), peak = peak_of(lambda: snapshots.load(run / snapshots.FILE, shape, vt._checked))
+    (frames, note, refused), peak = peak_of(lambda: snapshots.load(run / snapshots.FILE, shape, Frame.of))
     assert peak < BOUND, f"{peak / 2**20:.0f} MiB"
-    assert 0 < len(frames) <= snapshots.MAX_FRAMES and frames[-1]["step"] == HOSTILE // len(line) - 1
+    assert 0 < len(frames) <= snapshots.MAX_FRAMES and frames[-1].step == HOSTILE // len(line) - 1
     size = (run / snapshots.FILE).stat().st_size
     assert note.startswith(hostile_note(snapshots.FILE, size, snapshots.MAX_FILE_BYTES)) and refused == ""
     assert "were left out: at most 128 (67.1 MB) are read" in note
     os.truncate(run / snapshots.FILE, 1000)  # what is left is one half-written line
-    assert snapshots.load(run / snapshots.FILE, shape, vt._checked)[0] == []
+    assert snapshots.load(run / snapshots.FILE, shape, Frame.of)[0] == []
 
 
 SERIES = [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000]
@@ -277,7 +278,7 @@ def test_weight_is_read_while_another_session_refreshes_the_same_reader(tmp_path
         sys.setswitchinterval(interval)
     log = current[0]
     assert errors == [] and log.weight() == sum(n for o, n in log.index.values() if o in log.parsed) > 0
-    metrics = records.Metrics(tmp_path / records.METRICS, max_records=500)
+    metrics = records.MetricsLog(tmp_path / records.METRICS, max_records=500)
     (tmp_path / records.METRICS).write_text(lines(*map(train, range(1, 2000))))
     metrics.refresh()
     assert metrics.weight() == records.RECORD_BYTES * len(metrics.records) > 0
@@ -289,7 +290,7 @@ def test_a_file_just_past_its_cap_is_read_whole_and_one_far_past_it_says_what_wa
     path.write_text(lines(*map(train, range(10, 10 + records.METRICS_CAP // one + 1))))  # not yet thinned
     assert path.stat().st_size > records.METRICS_CAP
     assert records.metrics_note(tmp_path) == "" and records.read_metrics(tmp_path)[0]["step"] == 10
-    log = records.Metrics(path, cap=1000)
+    log = records.MetricsLog(path, cap=1000)
     log.refresh()
     size = path.stat().st_size
     assert log.note == (f"metrics.jsonl holds more than a run writes ({files.describe_bytes(size)}; the limit is "
@@ -304,7 +305,7 @@ def test_a_file_just_past_its_cap_is_read_whole_and_one_far_past_it_says_what_wa
 def test_the_notes_count_each_record_once(tmp_path):
     path = tmp_path / records.METRICS
     path.write_text(lines(*(r for s in range(1, 301) for r in (train(s), {"kind": "eval", "step": s, "loss": 2.0}))))
-    log = records.Metrics(path, max_records=200)  # the evaluations alone pass the target: they are thinned too
+    log = records.MetricsLog(path, max_records=200)  # the evaluations alone pass the target: they are thinned too
     log.refresh()
     assert log.thinned + log.thinned_other + len(log.records) == 600 and log.thinned_other > 0
     assert log.notes() == (f"{log.thinned:,} train records and {log.thinned_other:,} others (evaluations, "

@@ -3,19 +3,14 @@ padding that changes nothing, clear messages for bad sizes and sentences, and th
 
 from __future__ import annotations
 
-import re
-
-import json
-
 import numpy as np
 import pytest
 import torch
-from figure_data import array
+from figure_data import array, figures, shown
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import InputError
-from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
 from bertviz_lab.views import inputs
 from bertviz_lab.views import shapes as vs
 
@@ -160,8 +155,7 @@ def warnings(at: AppTest) -> str:
 
 
 def said(at: AppTest) -> str:
-    text = "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind))
-    return re.sub(r"\\(.)", r"\1", text)  # as shown: Markdown escapes resolved (the pad token is escaped: <pad>)
+    return shown("\n".join(str(e.value) for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind)))
 
 
 def test_the_tab_shows_the_shapes_and_hidden_64_changes_them(tab):
@@ -175,7 +169,7 @@ def test_the_tab_shows_the_shapes_and_hidden_64_changes_them(tab):
     at.number_input(key="shapes.hidden").set_value(64).run()
     assert "last_hidden_state shape: torch.Size([2, 7, 64])" in printout(at)
     assert "torch.Size([2, 7, 32])" not in printout(at)
-    heatmap = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    heatmap = figures(at)[0]["data"][0]
     z = array(heatmap["z"])  # sentence 1, layer 0, head 0: 5 real tokens, then 2 [PAD]
     np.testing.assert_allclose(z, seed002_view(hidden_size=64).weights[0, 0], atol=1e-6)
     assert np.all(z[:, 5:] == 0.0) and np.all(z[:, :5] > 0.0) and heatmap["x"][-1] == "6 [PAD]"
@@ -213,9 +207,8 @@ def test_edits_survive_a_run_that_does_not_draw_their_widgets(tab):
     assert not at.exception and "torch.Size([2, 9, 32])" in printout(at)  # the tiny checkpoint is 32 wide
 
 
-def test_a_random_model_spreads_attention_evenly_and_a_trained_one_does_not():
+def test_a_random_model_spreads_attention_evenly_and_a_trained_one_does_not(shipped):
     random = seed002_view()
     assert random.evenly_spread(0, 0) and random.evenly_spread(1, 3)
-    trained = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
-    view = vs.shapes_of(trained.model, vs.text_batch(trained.tokenizer, trained.model, TEXT))
+    view = vs.shapes_of(shipped.model, vs.text_batch(shipped.tokenizer, shipped.model, TEXT))
     assert not all(view.evenly_spread(layer, head) for layer in range(4) for head in range(4))

@@ -9,7 +9,7 @@ from bertviz_lab.corpus import SEED_SENTENCES, vocabulary
 from bertviz_lab.corpus.probes import PROBES, SYNTACTIC_ROLES, WORD_GROUPS
 from bertviz_lab.pretrain import checkpoints, process, records, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.heads import POSITIONAL_ROLES
+from bertviz_lab.pretrain.head_roles import POSITIONAL_ROLES
 from bertviz_lab.pretrain.loop import Trainer
 
 SMALL = dict(preset="tiny", hidden=32, heads=2, layers=2, batch_size=8, seq_len=32, steps=25, lr=5e-3,

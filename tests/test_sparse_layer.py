@@ -4,9 +4,10 @@ logits and gradients, in every model shape and mask the trainer can meet, and th
 import pytest
 import torch
 
-from bertviz_lab.bert import ops
+from bertviz_lab.bert import fast, ops
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.bert.model import BertForPreTraining, ReadRows
+from bertviz_lab.bert.fast import ReadRows
+from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.ops import adamw
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
@@ -82,8 +83,8 @@ def test_the_last_layer_computes_only_the_read_rows(monkeypatch):
     model = model_of().train()
     ids, seg, am, masked = inputs()
     rows_seen = []
-    dense = model.bert.encoder.layer[-1].intermediate.dense
-    dense.register_forward_hook(lambda _m, args, _out: rows_seen.append(args[0].shape[:-1]))
+    norm = model.bert.encoder.layer[-1].output.LayerNorm  # the layer's last step
+    norm.register_forward_hook(lambda _m, args, _out: rows_seen.append(args[0].shape[:-1]))
     model(ids, seg, am, masked_positions=masked, sparse_last_layer=True)
     assert rows_seen == [(int(masked.sum()) + B,)]  # the masked positions and one [CLS] per sequence
 
@@ -113,7 +114,7 @@ def test_nothing_masked_gives_empty_logits_as_the_dense_path_does():
     torch.testing.assert_close(sparse.nsp_logits, dense.nsp_logits)
 
 
-@pytest.mark.parametrize("kwargs", [{"trace": True}, {"heads": False}, {}])
+@pytest.mark.parametrize("kwargs", [{"trace": True}, {"encoder_only": True}, {}])
 def test_without_masked_positions_or_with_trace_the_forward_is_whole(kwargs):
     model = model_of().eval()
     ids, seg, am, masked = inputs()
@@ -147,13 +148,12 @@ def test_inference_on_packed_weights_stays_right_across_dense_sparse_and_optimiz
     assert not torch.allclose(both()[1], sparse, atol=1e-3)  # the step moved the weights, and the logits
 
 
-def test_the_trainers_losses_come_from_the_sparse_last_layer():
+def test_the_trainers_losses_come_from_the_sparse_last_layer(monkeypatch):
     trainer = Trainer(TrainConfig(preset="tiny", hidden=32, heads=2, layers=2, batch_size=4, seq_len=16, steps=1,
                                   device="cpu", threads=1, precision="fp32"))
     calls = []
-    layer = trainer.model.bert.encoder.layer[-1]
-    original = layer.forward_rows
-    layer.forward_rows = lambda *a, **k: calls.append(1) or original(*a, **k)
+    original = fast.layer_rows
+    monkeypatch.setattr(fast, "layer_rows", lambda *a, **k: calls.append(1) or original(*a, **k))
     batch = trainer.batch(0)
     out = trainer.losses(trainer.model, batch)
     assert calls == [1]

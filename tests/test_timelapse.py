@@ -3,12 +3,13 @@
 import numpy as np
 
 from bertviz_lab.views import timelapse as vt
+from bertviz_lab.views.timelapse_frames import Frame
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "[SEP]"]
 
 
 def frame(*args, **kwargs):
-    return vt._checked(raw(*args, **kwargs))
+    return Frame.of(raw(*args, **kwargs))
 
 
 def raw(step, previous, attention=None, xy=None, top=(("mat", 0.5),), text="the cat sat on the mat ."):
@@ -74,20 +75,20 @@ def test_frames_of_another_sentence_set_or_broken_are_left_out():
     records = [raw(0, [0.1, 0.1], text="a dog ran ."), raw(1, [0.2, 0.3]), raw(2, [0.2, 0.3])]
     records.append({**raw(3, [0.2, 0.3]), "roles": {"previous": [[0.1]]}})  # (1, 1) scores for a 1 x 2 model
     records.append({**raw(4, [0.2, 0.3]), "probes": []})  # nothing to show
-    assert [f["step"] for f in vt._frames(records)] == [1, 2]  # the last good frame's sentences decide
+    assert [f.step for f in vt._frames(records)] == [1, 2]  # the last good frame's sentences decide
     nan = raw(5, [0.2, 0.3], attention=np.full((1, 2, 5, 5), np.nan))
-    assert vt._checked(nan) is None and vt._frames([]) == []
+    assert Frame.of(nan) is None and vt._frames([]) == []
 
 
 def test_a_head_near_uniform_attention_plays_no_role():
     T = len(TOKENS)
     near_uniform = frame(0, [1 / T + 0.01, 0.9])  # head 0: 0.21 where uniform gives 0.20; head 1 a previous head
-    near_uniform["roles"]["self"] = np.array([[1 / T, 0.1]])
-    assert near_uniform["chance"] == {"previous": 1 / T, "self": 1 / T}  # no recorded chance: 1/T
+    near_uniform.roles["self"] = np.array([[1 / T, 0.1]])
+    assert near_uniform.chance == {"previous": 1 / T, "self": 1 / T}  # no recorded chance: 1/T
     assert vt.role_text(near_uniform, 0, 0) == "no clear role (best 0.21, uniform 0.20)"
     assert vt.role_text(near_uniform, 0, 1) == "previous token 0.90"
-    recorded = vt._checked({**raw(0, [0.5, 0.9]), "chance": {"previous": 0.3, "self": 0.6}})
-    assert recorded["chance"] == {"previous": 0.3, "self": 0.6}  # a snapshot's own uniform scores win
+    recorded = Frame.of({**raw(0, [0.5, 0.9]), "chance": {"previous": 0.3, "self": 0.6}})
+    assert recorded.chance == {"previous": 0.3, "self": 0.6}  # a snapshot's own uniform scores win
     assert vt.role_text(recorded, 0, 0) == "no clear role (best 1.00, uniform 0.60)"  # 0.5 < 2 x 0.3, 1 < 2 x 0.6
     assert vt.role_text(recorded, 0, 1) == "previous token 0.90"
     changes = vt.head_changes(near_uniform, recorded).set_index("head")
@@ -96,8 +97,8 @@ def test_a_head_near_uniform_attention_plays_no_role():
 
 def test_a_grammatical_role_that_is_a_positional_one_on_the_probes_reads_as_positional_first():
     probe_set = frame(0, [0.88, 0.1])  # "the cat sat on the mat .": its verb's subject is the word before it
-    probe_set["roles"].update(verb_subject=np.array([[0.98, 0.1]]), self=np.array([[0.0, 0.1]]))
-    probe_set["chance"]["verb_subject"] = 0.2
+    probe_set.roles.update(verb_subject=np.array([[0.98, 0.1]]), self=np.array([[0.0, 0.1]]))
+    probe_set.chance["verb_subject"] = 0.2
     assert vt.twins(probe_set) == {"det_noun": "next", "verb_subject": "previous"}
     assert vt.role_text(probe_set, 0, 0) == ("previous token 0.88 (verb → subject 0.98: on these probes, the "
                                              "previous token)")
@@ -110,8 +111,8 @@ def test_a_grammatical_role_that_is_a_positional_one_on_the_probes_reads_as_posi
                                                     "**0** (88% at step 0)"]
     # a sentence the probe set does not hold: its links are not known, so no claim either way
     other = frame(0, [0.88, 0.1], text="a dog ran .")
-    other["roles"].update(verb_subject=np.array([[0.98, 0.1]]), self=np.array([[0.0, 0.1]]))
-    other["chance"]["verb_subject"] = 0.2
+    other.roles.update(verb_subject=np.array([[0.98, 0.1]]), self=np.array([[0.0, 0.1]]))
+    other.chance["verb_subject"] = 0.2
     assert vt.twins(other) == {} and vt.twins_note(other) == ""
     assert vt.role_text(other, 0, 0) == "verb → subject 0.98"
 

@@ -20,7 +20,7 @@ from bertviz_lab.errors import InputError
 from bertviz_lab.figures import export
 from bertviz_lab.figures import finetune as figs
 from bertviz_lab.finetune import data
-from bertviz_lab.ui import handout
+from bertviz_lab.figures import handout
 from bertviz_lab.ui.widgets import plain
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "finetune.py")

@@ -26,7 +26,7 @@ def runs_dir(tmp_path, monkeypatch) -> Path:
 
 def form(**changes) -> dict:
     """The form's values as the page reads them: every number field at its default, then `changes`."""
-    values = {name: vp.field_default(name) for name in vp.FIELDS}
+    values = {field.name: field.default for field in vp.FORM.numbers}
     values.update(preset="tiny", nsp=True, device="cpu", precision="auto")
     return {**values, **changes}
 
@@ -78,22 +78,22 @@ def test_describe_of_a_config_that_does_not_load(config):
 
 
 def test_run_rows_take_the_last_held_out_metrics_from_the_given_curves():
-    held = pd.DataFrame({"step": [0, 5], "mlm_loss": [4.6, 3.1], "mlm_top1": [0.0, 0.25], "mlm_top5": [0.1, 0.5]})
+    held = pd.DataFrame({"kind": "eval", "step": [0, 5], "loss": [4.6, 3.1], "acc": [0.0, 0.25], "top5": [0.1, 0.5]})
     curves = {Path("a"): Curves(eval=held), Path("b"): Curves()}
     table = vp.run_rows([run(name="a", config=TrainConfig(nsp=False).to_dict()), run("finished", 7, 7, name="b")],
                         curves.__getitem__)
     assert table["run"].tolist() == ["a", "b"] and table["NSP"].tolist() == ["off", "on"]
-    assert table["held-out MLM loss"][0] == 3.1 and table["top-5"][0] == 0.5
+    assert table["held-out MLM loss"][0] == 3.1 and table["top-1"][0] == 0.25 and table["top-5"][0] == 0.5
     assert pd.isna(table["held-out MLM loss"][1]) and table["steps"][1] == "7 / 7"
 
 
 def test_curves_are_read_from_the_metrics_file(tmp_path):
     assert vp.metrics_version(tmp_path) is None and vp.read_curves(tmp_path).train.empty
     rows = [{"kind": "train", "step": 1, "mlm_loss": 4.0}, {"kind": "eval", "step": 0, "mlm_loss": 4.5},
-            {"kind": "train", "step": 2, "mlm_loss": 3.5}]
+            {"kind": "train", "step": 2, "loss": 3.5}]  # a run's from before metrics.Metrics, then one of today's
     (tmp_path / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n{half a li")
     curves = vp.read_curves(tmp_path)
-    assert curves.train["mlm_loss"].tolist() == [4.0, 3.5] and curves.eval["step"].tolist() == [0]
+    assert curves.train["loss"].tolist() == [4.0, 3.5] and curves.eval["step"].tolist() == [0]
     info = (tmp_path / "metrics.jsonl").stat()
     assert vp.metrics_version(tmp_path) == (info.st_dev, info.st_ino, info.st_size)  # which file, how long
     with open(tmp_path / "metrics.jsonl", "a") as out:
@@ -236,6 +236,6 @@ def test_the_help_and_the_curves_note_say_the_built_in_sentences_recur():
     trained = {s for step in range(10) for story in DocumentSource(None, 0).sample(256, _mix(TRAIN_STREAM, step, 0))
                for s in story}
     assert len(held & trained) > 0.2 * len(held)  # held-out stories, not unseen sentences
-    help_text = vp.FIELDS["dropout"][2]
+    help_text = vp.FORM["dropout"].help
     assert "never repeats" not in help_text and "sentences do recur" in help_text
     assert "never trains on" not in CURVES_NOTE and "sentences recur in both" in CURVES_NOTE

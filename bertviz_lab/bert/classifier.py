@@ -45,7 +45,7 @@ class BertClassifier(BertForPreTraining):
         return ARCHITECTURES[self.level]
 
     @property
-    def heads(self) -> str:
+    def heads_summary(self) -> str:
         """What the classifier reads and the labels it chooses from (the first 8), for the model card."""
         shown = ", ".join(self.labels[:8]) + (f" and {len(self.labels) - 8} more" if len(self.labels) > 8 else "")
         what = "a sentence classifier on the pooled CLS vector" if self.level == SEQUENCE else \
@@ -64,7 +64,7 @@ class BertClassifier(BertForPreTraining):
                  attention_mask: torch.Tensor | None = None, *, return_hidden: bool = False):
         """Logits: (B, num_labels) for a sequence head, (B, T, num_labels) for a token head.
         return_hidden: also the vector each logit reads ((B, d) pooled [CLS], or (B, T, d))."""
-        out = self(input_ids, token_type_ids, attention_mask, heads=False)
+        out = self(input_ids, token_type_ids, attention_mask, encoder_only=True)
         features = out.pooled if self.level == SEQUENCE else out.hidden_states[-1]
         logits = self.classifier(self.dropout(features))
         return (logits, features) if return_hidden else logits

@@ -1,14 +1,15 @@
 """BERT's heads on the encoder's output: the pooler, the MLM head, the NSP head and ELECTRA's
-replaced-token head, named as in Hugging Face's `BertForPreTraining` (`bert.pooler`, `cls.*`)."""
+replaced-token head, named as in Hugging Face's `BertForPreTraining` (`bert.pooler`, `cls.*`).
+Plain PyTorch, as the paper draws them; fast.py runs the same weights through faster kernels."""
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from bertviz_lab.bert.activations import ACT_FNS
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.bert.ops import Linear, PackedWeightCache, linear
 
 
 class Pooler(nn.Module):
@@ -16,14 +17,10 @@ class Pooler(nn.Module):
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.dense = Linear(cfg.hidden_size, cfg.hidden_size)
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.pool(hidden[:, 0])
-
-    def pool(self, cls_vectors: torch.Tensor) -> torch.Tensor:
-        """(B, d) [CLS] vectors -> (B, d) sentence vectors."""
-        return torch.tanh(self.dense(cls_vectors))
+        return torch.tanh(self.dense(hidden[:, 0]))  # (B, T, d) -> (B, d), from each [CLS] vector
 
 
 class MLMHead(nn.Module):
@@ -33,15 +30,14 @@ class MLMHead(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.transform = nn.Module()
-        self.transform.dense = Linear(cfg.hidden_size, cfg.embedding_width)
+        self.transform.dense = nn.Linear(cfg.hidden_size, cfg.embedding_width)
         self.transform.LayerNorm = nn.LayerNorm(cfg.embedding_width, eps=cfg.layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
         self.act = ACT_FNS[cfg.head_activation]
-        self._packed_decoder = PackedWeightCache()
 
     def forward(self, hidden: torch.Tensor, decoder_weight: torch.Tensor) -> torch.Tensor:
         h = self.transform.LayerNorm(self.act(self.transform.dense(hidden)))
-        return linear(h, decoder_weight, self.bias, self._packed_decoder)  # (..., V)
+        return F.linear(h, decoder_weight, self.bias)  # (..., V): h E^T + b
 
 
 class ReplacedTokenHead(nn.Module):
@@ -49,8 +45,8 @@ class ReplacedTokenHead(nn.Module):
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.dense = Linear(cfg.hidden_size, cfg.hidden_size)
-        self.dense_prediction = Linear(cfg.hidden_size, 1)
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.dense_prediction = nn.Linear(cfg.hidden_size, 1)
         self.act = ACT_FNS[cfg.hidden_act]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -64,5 +60,5 @@ class Heads(nn.Module):
     def __init__(self, cfg: BertConfig, mlm: bool, nsp: bool, rtd: bool = False):
         super().__init__()
         self.predictions = MLMHead(cfg) if mlm else None
-        self.seq_relationship = Linear(cfg.hidden_size, 2) if nsp else None
+        self.seq_relationship = nn.Linear(cfg.hidden_size, 2) if nsp else None
         self.discriminator = ReplacedTokenHead(cfg) if rtd else None

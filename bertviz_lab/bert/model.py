@@ -1,25 +1,33 @@
-"""A from-scratch BERT: embeddings, post-LN encoder layers, pooler, MLM and NSP heads.
+"""BERT (Devlin et al., 2019) from scratch, top to bottom in the order the paper draws it: the embeddings,
+one encoder layer (multi-head self-attention, then a feed-forward network, each closed by a residual add
+and LayerNorm), the encoder that stacks them, and the model with its heads (pooler, MLM, NSP; ELECTRA's
+replaced-token head, in heads.py).
 
-Module and parameter names mirror Hugging Face's `BertForPreTraining`, so a
-`state_dict` here has the same keys as `model.safetensors` there and checkpoints
-move both ways without a renaming table. One forward serves every page: `trace`
-returns each attention step, `causal` hides the right context, `head_mask`
-switches heads off, `masked_positions` computes the MLM head only where needed, and
-`sparse_last_layer` also the last layer only at the rows the heads read (training).
+This file is the textbook path: plain PyTorch, one step per line. The same weights also run through
+fast.py's faster kernels (one matmul for q, k and v, oneDNN on the CPU, fused attention, a last layer
+computed only where the loss reads it); `model.fast` (on by default) picks that path, and
+tests/test_fast_path.py proves the two give the same logits, attentions, hidden states and gradients.
+
+Module and parameter names mirror Hugging Face's `BertForPreTraining`, so a `state_dict` here has the
+same keys as `model.safetensors` there and checkpoints move both ways without a renaming table. One
+forward serves every page: `trace` returns each attention step, `causal` hides the right context,
+`head_mask` switches heads off, `masked_positions` computes the MLM head only where needed.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
+from bertviz_lab.bert import fast
 from bertviz_lab.bert.activations import ACT_FNS
-from bertviz_lab.bert.attention import AttentionOptions, AttentionSteps, attention, visibility
+from bertviz_lab.bert.attention import (AttentionOptions, AttentionSteps, additive_mask, mask_value, merge_heads,
+                                        split_heads, visibility)
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.heads import Heads, Pooler
-from bertviz_lab.bert.ops import Dropout, Linear, PackedWeightCache, fused_linear
 
 
 @dataclass
@@ -32,29 +40,6 @@ class BertOutput:
     pooled: torch.Tensor | None  # (B, d) tanh(W [CLS] + b), the NSP head's input
     trace: list[AttentionSteps] | None  # one per layer, with trace=True
     rtd_logits: torch.Tensor | None = None  # (B, T): ELECTRA's "was this token replaced?" logit; None without
-
-
-@dataclass
-class ReadRows:
-    """The rows of a (B, T) batch the heads read: the masked positions and, for the pooler, [CLS].
-    `index` (B, M): each sequence's read positions in order, then unread ones as padding (M: the most any
-    sequence reads); `keep` (B, M): the real entries. Over the N' kept entries, in (sequence, position)
-    order, `masked` and `cls` (N',) say which are masked positions and which are [CLS]."""
-
-    index: torch.Tensor
-    keep: torch.Tensor
-    masked: torch.Tensor
-    cls: torch.Tensor
-
-    @classmethod
-    def of(cls, masked_positions: torch.Tensor, with_cls: bool) -> ReadRows:
-        read = masked_positions.clone()
-        read[:, 0] |= with_cls
-        counts = read.sum(1)  # (B,)
-        M = max(int(counts.max()), 1)
-        index = torch.sort((~read).to(torch.uint8), dim=1, stable=True).indices[:, :M]  # read first, in order
-        keep = torch.arange(M, device=read.device) < counts[:, None]
-        return cls(index, keep, masked_positions.gather(1, index)[keep], (index == 0)[keep] & with_cls)
 
 
 class Embeddings(nn.Module):
@@ -71,9 +56,20 @@ class Embeddings(nn.Module):
         self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, width)
         self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, width) if cfg.type_vocab_size else None
         self.LayerNorm = nn.LayerNorm(width, eps=cfg.layer_norm_eps)
-        self.dropout = Dropout(cfg.hidden_dropout_prob)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
         self.offset, self.pad_id, self.segments = cfg.position_offset, cfg.pad_token_id, cfg.type_vocab_size
         self.register_buffer("positions", torch.arange(cfg.max_position_embeddings), persistent=False)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.LayerNorm(self.sum(input_ids, token_type_ids)))  # (B, T, e)
+
+    def sum(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        """token + segment + position vectors, (B, T, e), added in transformers' order, so rounding matches."""
+        x = self.word_embeddings(input_ids)
+        if self.token_type_embeddings is not None:  # one row (RoBERTa): every token is segment 0
+            segments = token_type_ids if self.segments > 1 else torch.zeros_like(input_ids)
+            x = x + self.token_type_embeddings(segments)
+        return x + self.position_embeddings(self.position_ids(input_ids))
 
     def position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         """(T,), or (B, T) with RoBERTa's offset: pad + 1, pad + 2, ... for real tokens, pad for padding."""
@@ -82,100 +78,89 @@ class Embeddings(nn.Module):
         real = input_ids.ne(self.pad_id)
         return torch.cumsum(real, dim=1) * real + (self.offset - 1)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        x = self.word_embeddings(input_ids)  # (B, T, e); summed in transformers' order, so rounding matches
-        if self.token_type_embeddings is not None:  # one row (RoBERTa): every token is segment 0
-            segments = token_type_ids if self.segments > 1 else torch.zeros_like(input_ids)
-            x = x + self.token_type_embeddings(segments)
-        x = x + self.position_embeddings(self.position_ids(input_ids))
-        return self.dropout(self.LayerNorm(x))
 
-
-class QKV(nn.Module):
-    """The three projections of self-attention (HF: `attention.self`), kept as three weights (the
-    checkpoint's keys) and computed as one matmul of the stacked weights (one pass over x)."""
+class SelfAttention(nn.Module):
+    """Multi-head self-attention (HF: `attention.self`): q, k and v are three projections of the same x,
+    cut into H heads of D = d / H dimensions; each head computes softmax(q k^T / sqrt(D) + mask) v."""
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.query = Linear(cfg.hidden_size, cfg.hidden_size)
-        self.key = Linear(cfg.hidden_size, cfg.hidden_size)
-        self.value = Linear(cfg.hidden_size, cfg.hidden_size)
-        self._packed, self._packed_kv = PackedWeightCache(), PackedWeightCache()
+        self.num_heads = cfg.num_attention_heads
+        self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        parts = (self.query, self.key, self.value)
-        weights, biases = tuple(p.weight for p in parts), tuple(p.bias for p in parts)
-        return fused_linear(x, weights, biases, self._packed)  # (B, T, 3d): q, k, v side by side
-
-    def key_value(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, 2d): k and v side by side, for queries taken from other rows."""
-        weights, biases = (self.key.weight, self.value.weight), (self.key.bias, self.value.bias)
-        return fused_linear(x, weights, biases, self._packed_kv)
+    def forward(self, x: torch.Tensor, options: AttentionOptions) -> tuple[torch.Tensor, AttentionSteps | None]:
+        """(B, T, d) -> the heads' contexts side by side (B, T, d), and with `options.trace` every step."""
+        q = split_heads(self.query(x), self.num_heads)  # (B, H, T, D)
+        k = split_heads(self.key(x), self.num_heads)  # (B, H, T, D)
+        v = split_heads(self.value(x), self.num_heads)  # (B, H, T, D)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T): query i . key j
+        masked = scores
+        if options.visible is not None:  # + mask: a key this query may not see scores MASK_VALUE (-1e9)
+            masked = scores.masked_fill(~options.visible, mask_value(scores.dtype))
+        weights = masked.softmax(dim=-1)  # (B, H, T, T): each row sums to 1
+        context = self.dropout(weights) @ v  # (B, H, T, D): a weighted average of the values
+        if options.head_mask is not None:  # (H,) of 0/1: a head switched off passes on zeros
+            context = context * options.head_mask.to(context.dtype)[:, None, None]
+        steps = None
+        if options.trace:
+            steps = AttentionSteps(q=q, k=k, v=v, scores=scores, mask=additive_mask(options.visible, scores),
+                                   weights=weights, context=context)
+        return merge_heads(context), steps
 
 
 class AddNorm(nn.Module):
-    """Linear, dropout, residual add, LayerNorm: the post-LN sublayer output."""
+    """How each half of a layer ends (HF: `attention.output`, `output`): LayerNorm(residual + dropout(W x + b))."""
 
     def __init__(self, cfg: BertConfig, d_in: int):
         super().__init__()
-        self.dense = Linear(d_in, cfg.hidden_size)
+        self.dense = nn.Linear(d_in, cfg.hidden_size)
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
-        self.dropout = Dropout(cfg.hidden_dropout_prob)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.dropout(self.dense(x)) + residual)
+        return self.LayerNorm(self.dropout(self.dense(x)) + residual)  # (B, T, d)
 
 
-class SelfAttention(nn.Module):
-    """Multi-head self-attention with its output projection (HF: `attention`)."""
+class Attention(nn.Module):
+    """The first half of a layer (HF: `attention`): self-attention, then W_O, residual, LayerNorm."""
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.heads, self.head_dim = cfg.num_attention_heads, cfg.head_dim
-        self.self = QKV(cfg)
-        self.output = AddNorm(cfg, cfg.hidden_size)
+        self.self = SelfAttention(cfg)
+        self.output = AddNorm(cfg, cfg.hidden_size)  # dense: W_O
 
     def forward(self, x: torch.Tensor, options: AttentionOptions) -> tuple[torch.Tensor, AttentionSteps | None]:
-        B, T, _ = x.shape
-        q, k, v = self.self(x).view(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, D)
-        context, steps = attention(q, k, v, options)  # (B, H, T, D)
-        merged = context.transpose(1, 2).reshape(B, T, -1)  # (B, T, d)
-        return self.output(merged, x), steps
+        context, steps = self.self(x, options)  # (B, T, d): [head_0; ...; head_{H-1}]
+        return self.output(context, residual=x), steps  # LayerNorm(x + W_O context)
 
-    def forward_rows(self, x: torch.Tensor, rows: ReadRows, options: AttentionOptions) -> torch.Tensor:
-        """The same output at the rows `rows` picks only, (N', d): every key and value, fewer queries."""
-        B, T, d = x.shape
-        M = rows.index.shape[1]
-        picked = x.gather(1, rows.index[..., None].expand(B, M, d))  # (B, M, d)
-        q = self.self.query(picked).view(B, M, self.heads, self.head_dim).transpose(1, 2)  # (B, H, M, D)
-        k, v = self.self.key_value(x).view(B, T, 2, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        visible = options.visible
-        if visible is not None and visible.shape[2] > 1:  # a row per query (causal): the picked queries' rows
-            visible = visible.expand(B, 1, T, T).gather(2, rows.index[:, None, :, None].expand(B, 1, M, T))
-        context, _ = attention(q, k, v, replace(options, visible=visible))  # (B, H, M, D)
-        merged = context.transpose(1, 2).reshape(B, M, d)[rows.keep]  # (N', d)
-        return self.output(merged, picked[rows.keep])
+
+class Intermediate(nn.Module):
+    """The feed-forward network's widening half (HF: `intermediate`): act(W_1 a + b_1), d -> d_ff."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.act = ACT_FNS[cfg.hidden_act]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.dense(x))  # (B, T, d_ff)
 
 
 class EncoderLayer(nn.Module):
-    """Post-LN block: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
+    """One post-LN layer: a = LayerNorm(x + Attention(x)); out = LayerNorm(a + FFN(a))."""
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.attention = SelfAttention(cfg)
-        self.intermediate = nn.Module()
-        self.intermediate.dense = Linear(cfg.hidden_size, cfg.intermediate_size)
-        self.output = AddNorm(cfg, cfg.intermediate_size)
-        self.act = ACT_FNS[cfg.hidden_act]
+        self.attention = Attention(cfg)
+        self.intermediate = Intermediate(cfg)
+        self.output = AddNorm(cfg, cfg.intermediate_size)  # dense: W_2, narrowing d_ff -> d
 
     def forward(self, x: torch.Tensor, options: AttentionOptions) -> tuple[torch.Tensor, AttentionSteps | None]:
-        x, steps = self.attention(x, options)
-        return self.output(self.act(self.intermediate.dense(x)), x), steps
-
-    def forward_rows(self, x: torch.Tensor, rows: ReadRows, options: AttentionOptions) -> torch.Tensor:
-        """forward's output at the rows `rows` picks, (N', d), computed there only."""
-        x = self.attention.forward_rows(x, rows, options)
-        return self.output(self.act(self.intermediate.dense(x)), x)
+        a, steps = self.attention(x, options)  # (B, T, d)
+        return self.output(self.intermediate(a), residual=a), steps  # LayerNorm(a + W_2 act(W_1 a))
 
 
 class Encoder(nn.Module):
@@ -186,32 +171,52 @@ class Encoder(nn.Module):
         shared = EncoderLayer(cfg) if cfg.shared_layers else None
         self.layer = nn.ModuleList(shared or EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
 
+    def forward(self, x: torch.Tensor, options: AttentionOptions, head_mask: torch.Tensor | None = None):
+        """Every layer in turn on (B, T, d): each one's output, and each one's steps (None untraced)."""
+        hidden, steps = [], []
+        for i, layer in enumerate(self.layer):
+            layer_options = options if head_mask is None else replace(options, head_mask=head_mask[i])  # (H,)
+            x, layer_steps = layer(x, layer_options)
+            hidden.append(x)
+            steps.append(layer_steps)
+        return hidden, steps
+
 
 class BertEncoderModel(nn.Module):
-    """Embeddings + encoder (+ pooler): HF's `BertModel`, under the `bert.` prefix."""
+    """Embeddings + encoder (+ pooler, which the heads run): HF's `BertModel`, under the `bert.` prefix."""
 
     def __init__(self, cfg: BertConfig, pooler: bool = True):
         super().__init__()
         self.embeddings = Embeddings(cfg)
         # Embeddings of another width than the layers (ALBERT; ELECTRA-small, and the larger ELECTRA
         # generators), projected to the layers' width
-        self.embeddings_project = Linear(cfg.embedding_size, cfg.hidden_size) if cfg.embedding_size else None
+        self.embeddings_project = nn.Linear(cfg.embedding_size, cfg.hidden_size) if cfg.embedding_size else None
         self.encoder = Encoder(cfg)
         self.pooler = Pooler(cfg) if pooler else None
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, options: AttentionOptions,
+                head_mask: torch.Tensor | None = None) -> tuple[tuple[torch.Tensor, ...], list]:
+        """The L + 1 hidden states (B, T, d), embeddings first, and each layer's attention steps."""
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, e)
+        if self.embeddings_project is not None:
+            x = self.embeddings_project(x)  # (B, T, d)
+        hidden, steps = self.encoder(x, options, head_mask)
+        return (x, *hidden), steps
 
 
 class BertForPreTraining(nn.Module):
     """BERT with its pretraining heads. Heads a checkpoint lacks are None (see `has_mlm`, `has_nsp`).
 
-    `attention_backend` picks the untraced path: "math" (plain matmuls), "sdpa"
-    (fused kernel), or "auto" (sdpa on CUDA, math on CPU, where bench/ measured
-    the fused kernel slower).
+    `fast` (default on) runs fast.py's path, the same numbers sooner; off, the textbook forward below.
+    `attention_backend` picks the fast path's untraced attention: "math" (plain matmuls), "sdpa"
+    (fused kernel), or "auto" (sdpa on CUDA, math on CPU, where bench/ measured the fused kernel slower).
     """
 
     def __init__(self, cfg: BertConfig, *, mlm_head: bool = True, nsp_head: bool = True, pooler: bool = True,
                  rtd_head: bool = False):
         super().__init__()
         self.config = cfg
+        self.fast = True
         self.attention_backend = "auto"
         self.bert = BertEncoderModel(cfg, pooler=pooler or nsp_head)
         self.cls = Heads(cfg, mlm=mlm_head, nsp=nsp_head, rtd=rtd_head)
@@ -251,7 +256,7 @@ class BertForPreTraining(nn.Module):
         return "BertForMaskedLM" if self.has_mlm else "BertModel"
 
     @property
-    def heads(self) -> str:
+    def heads_summary(self) -> str:
         """Its heads in a few words, for the model card."""
         if self.has_rtd:
             return "replaced-token detection (ELECTRA's discriminator), no MLM head"
@@ -265,72 +270,51 @@ class BertForPreTraining(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def _backend(self, device: torch.device) -> str:
-        if self.attention_backend != "auto":
-            return self.attention_backend
-        return "sdpa" if device.type == "cuda" else "math"
-
-    def _attention_options(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, causal: bool,
-                           trace: bool) -> AttentionOptions:
-        """What every layer's attention needs to know, decided once per forward."""
-        return AttentionOptions(
-            visible=visibility(attention_mask, causal, input_ids.shape[1], input_ids.device),
-            trace=trace,
-            backend=self._backend(input_ids.device),
-            dropout_p=self.config.attention_probs_dropout_prob if self.training else 0.0)
-
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, *, trace: bool = False, causal: bool = False,
                 head_mask: torch.Tensor | None = None, masked_positions: torch.Tensor | None = None,
-                heads: bool = True, sparse_last_layer: bool = False) -> BertOutput:
+                encoder_only: bool = False, sparse_last_layer: bool = False) -> BertOutput:
         """input_ids, token_type_ids, attention_mask: (B, T). head_mask: (L, H) of 0/1.
         masked_positions: (B, T) bool; if given, MLM logits only there, as (N, V).
-        heads=False: the encoder and pooler only (HF's `BertModel`), no MLM or NSP logits.
-        sparse_last_layer (with masked_positions): the last layer computes only the rows the heads read,
-        the masked positions and [CLS] (keys and values still from every row), for the same logits and
-        gradients in a fraction of its time; hidden_states then stop at the layer before it."""
+        encoder_only: the encoder and pooler only (HF's `BertModel`), no MLM, NSP or RTD logits.
+        sparse_last_layer (fast path, with masked_positions): the last layer computes only the rows the heads
+        read, the masked positions and [CLS], for the same logits and gradients in a fraction of its time;
+        hidden_states then stop at the layer before it. The textbook path computes every row."""
         T = input_ids.shape[1]
         if T > self.config.max_tokens:
             raise ValueError(f"{T} tokens exceed the {self.config.max_tokens} positions this model has")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        options = self._attention_options(input_ids, attention_mask, causal, trace)
-        x = self.bert.embeddings(input_ids, token_type_ids)  # (B, T, e)
-        if self.bert.embeddings_project is not None:
-            x = self.bert.embeddings_project(x)  # (B, T, d)
-        hidden, steps = [x], []
-        layers = self.bert.encoder.layer
-        sparse = sparse_last_layer and masked_positions is not None and heads and not trace and not self.has_rtd
-        for i, layer in enumerate(layers):
-            layer_options = options if head_mask is None else replace(options, head_mask=head_mask[i])  # row (H,)
-            if sparse and i == len(layers) - 1:
-                rows = ReadRows.of(masked_positions, with_cls=self.bert.pooler is not None)
-                return self._sparse_heads(layer.forward_rows(x, rows, layer_options), rows, tuple(hidden))
-            x, layer_steps = layer(x, layer_options)
-            hidden.append(x)
-            steps.append(layer_steps)
-        return self._heads(x, masked_positions, tuple(hidden), steps if trace else None, heads)
+        options = AttentionOptions(
+            visible=visibility(attention_mask, causal, T, input_ids.device), trace=trace,
+            backend=self._backend(input_ids.device),
+            dropout_p=self.config.attention_probs_dropout_prob if self.training else 0.0)
+        if self.fast:
+            return BertOutput(**fast.forward(self, input_ids, token_type_ids, options, head_mask=head_mask,
+                                             masked_positions=masked_positions, encoder_only=encoder_only,
+                                             sparse_last_layer=sparse_last_layer))
+        hidden, steps = self.bert(input_ids, token_type_ids, options, head_mask)
+        x = hidden[-1]  # (B, T, d)
+        pooled = self.bert.pooler(x) if self.bert.pooler is not None else None  # (B, d)
+        out = BertOutput(mlm_logits=None, nsp_logits=None, hidden_states=hidden, pooled=pooled,
+                         trace=steps if trace else None)
+        if encoder_only:
+            return out
+        if self.has_mlm:
+            out.mlm_logits = self.mlm_head(x if masked_positions is None else x[masked_positions])
+        if self.has_nsp:
+            out.nsp_logits = self.cls.seq_relationship(pooled)
+        if self.has_rtd:
+            out.rtd_logits = self.cls.discriminator(x)
+        return out
 
     def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
         """The MLM head on any hidden states, (..., d) -> (..., V); the logit lens applies it to every layer."""
+        if self.fast:
+            return fast.mlm_head(self, hidden)
         return self.cls.predictions(hidden, self.bert.embeddings.word_embeddings.weight)
 
-    def _sparse_heads(self, x: torch.Tensor, rows: ReadRows, hidden) -> BertOutput:
-        """The heads on the last layer's read rows x (N', d): the logits `_heads` gives at them."""
-        pooled = self.bert.pooler.pool(x[rows.cls]) if self.bert.pooler is not None else None  # (B, d)
-        mlm_logits = self.mlm_head(x[rows.masked]) if self.has_mlm else None  # (N, V)
-        nsp_logits = self.cls.seq_relationship(pooled) if self.has_nsp else None
-        return BertOutput(mlm_logits=mlm_logits, nsp_logits=nsp_logits, hidden_states=hidden, pooled=pooled,
-                          trace=None)
-
-    def _heads(self, x, masked_positions, hidden, trace, heads: bool = True) -> BertOutput:
-        pooled = self.bert.pooler(x) if self.bert.pooler is not None else None
-        mlm_logits = nsp_logits = None
-        if self.has_mlm and heads:
-            selected = x[masked_positions] if masked_positions is not None else x  # (N, d) or (B, T, d)
-            mlm_logits = self.mlm_head(selected)
-        if self.has_nsp and heads:
-            nsp_logits = self.cls.seq_relationship(pooled)
-        rtd_logits = self.cls.discriminator(x) if self.has_rtd and heads else None
-        return BertOutput(mlm_logits=mlm_logits, nsp_logits=nsp_logits, hidden_states=hidden,
-                          pooled=pooled, trace=trace, rtd_logits=rtd_logits)
+    def _backend(self, device: torch.device) -> str:
+        if self.attention_backend != "auto":
+            return self.attention_backend
+        return "sdpa" if device.type == "cuda" else "math"

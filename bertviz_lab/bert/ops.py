@@ -1,4 +1,5 @@
-"""Faster building blocks with the exact semantics of their torch counterparts.
+"""Faster building blocks with the exact semantics of their torch counterparts: the kernels fast.py runs
+the model's layers through, and `Linear` / `Dropout`, modules that use them (the fine-tuning classifier's).
 
 `Linear` / `linear` / `fused_linear`: on CPU in fp32, oneDNN's matmul beats the MKL GEMM behind
 `F.linear` on this project's machines (AMD EPYC, 2 cores): 5-45% less time at the 32-128 rows of a

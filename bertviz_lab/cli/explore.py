@@ -6,6 +6,7 @@ import json
 
 from bertviz_lab.cli.common import CHECKPOINT_HELP, load, one_line, printable
 from bertviz_lab.errors import InputError
+from bertviz_lab.head_id import HeadId
 
 
 def add_parsers(sub) -> None:
@@ -109,8 +110,8 @@ def cmd_lens(args) -> int:
 
 
 def cmd_heads(args) -> int:
-    """Every head's role scores (pretrain/heads.py has the definitions); a table per role, or JSON."""
-    from bertviz_lab.pretrain.heads import ROLE_NAMES, head_roles, twins_note
+    """Every head's role scores (pretrain/head_roles.py has the definitions); a table per role, or JSON."""
+    from bertviz_lab.pretrain.head_roles import ROLE_NAMES, head_roles, twins_note
 
     blank = [n for n, text in enumerate(args.sentences, 1) if not text.strip()]
     if blank:
@@ -129,7 +130,7 @@ def cmd_heads(args) -> int:
         layer, head, best = roles.strongest(role)
         twin = roles.twins.get(role)
         same = f"; on the probe set every such link goes to the {ROLE_NAMES[twin]}" if twin else ""
-        print(f"\n{role}: to {ROLE_NAMES[role]} (strongest: layer {layer} head {head}, {best:.2f}){same}")
+        print(f"\n{role}: to {ROLE_NAMES[role]} (strongest: {HeadId(layer, head).in_words}, {best:.2f}){same}")
         print("         " + "".join(f"{f'head {h}':>8}" for h in range(roles.heads)))
         for layer, row in enumerate(scores):
             print(f"layer {layer:<3}" + "".join(f"{value:8.3f}" for value in row))

@@ -34,7 +34,8 @@ def add_train_parser(sub) -> None:
     """One flag per TrainConfig field, so the CLI, the app and the API share one set of settings."""
     from dataclasses import fields
 
-    from bertviz_lab.pretrain.config import RANDOM_TOKENS, TrainConfig
+    from bertviz_lab.bert.config import RANDOM_TOKENS
+    from bertviz_lab.pretrain.config import TrainConfig
 
     train = sub.add_parser("train", help="pretrain a BERT (MLM + NSP); works under torchrun too")
     train.add_argument("--run-dir", required=True, help="folder for config, metrics, status, checkpoints")
@@ -47,7 +48,7 @@ def add_train_parser(sub) -> None:
             train.add_argument("--nsp", dest="nsp", action="store_true", help=argparse.SUPPRESS)
             continue
         if f.name == "random_tokens":
-            train.add_argument(flag, choices=RANDOM_TOKENS, default=default,
+            train.add_argument(flag, choices=tuple(RANDOM_TOKENS), default=default,
                                help="where the 10%% random tokens come from: vocabulary = the whole vocabulary, "
                                     f"as BERT; wordpieces = never a special token (default: {default})")
             continue

@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from bertviz_lab.figures import SEQUENTIAL, house
+from bertviz_lab.head_id import HeadId
 
 SERIES_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#8d5ab8")
 CELL_TEXT_MAX = 16  # print each weight inside the cells when the matrix is at most this wide
@@ -65,13 +66,14 @@ def attention_grid(weights: np.ndarray, x_labels: list[str], y_labels: list[str]
             n = layer * H + head + 1
             suffix = "" if n == 1 else str(n)
             x0, y1 = head * (width + gap_x), 1 - layer * (height + gap_y)
-            hover = f"L{layer} H{head}<br>%{{y}} → %{{x}}: %{{z:{WEIGHT_HOVER}}}<extra></extra>"
+            name = HeadId(layer, head)
+            hover = f"{name}<br>%{{y}} → %{{x}}: %{{z:{WEIGHT_HOVER}}}<extra></extra>"
             traces.append(go.Heatmap(z=weights[layer, head], x=x_labels, y=y_labels, coloraxis="coloraxis",
                                      xaxis=f"x{suffix}", yaxis=f"y{suffix}", hovertemplate=hover))
             axis = dict(showticklabels=False, type="category", showgrid=False)
             layout[f"xaxis{suffix}"] = dict(axis, domain=[x0, x0 + width], anchor=f"y{suffix}")
             layout[f"yaxis{suffix}"] = dict(axis, domain=[y1 - height, y1], anchor=f"x{suffix}", autorange="reversed")
-            notes.append(dict(text=f"L{layer} H{head}" + ("" if on[layer, head] else " (off)"), x=x0 + width / 2,
+            notes.append(dict(text=str(name) + ("" if on[layer, head] else " (off)"), x=x0 + width / 2,
                               y=y1, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
                               showarrow=False, font=dict(size=13)))
     layout.update(annotations=notes, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0.0, cmax=1.0, colorbar=COLORBAR))

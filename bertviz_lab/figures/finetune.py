@@ -1,9 +1,9 @@
 """Fine-tuning figures: curves of one run or several overlaid, the confusion matrix, class probabilities,
 and the dev set as the classifier sees it before and after fine-tuning.
 
-Curves take `{legend name: Curves}` (figures.training) with train records (loss, acc) and dev records
-(dev_loss, dev_acc); each run keeps one colour, train curves thin and faint, dev curves bold. Labels and
-texts arrive as plain strings and are HTML-escaped here (plotly renders a subset of HTML).
+Curves take `{legend name: Curves}` (figures.training) with train records and dev records, both with loss
+and acc (the names pretraining's curves use); each run keeps one colour, train curves thin and faint, dev
+curves bold. Labels and texts arrive as plain strings and are HTML-escaped here (plotly renders a subset of HTML).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ HOVER_CHARS = 140  # a long sentence is cut in the hover
 
 def loss_curves(curves: dict[str, Curves], train: bool = True, held_out: bool = True) -> go.Figure:
     """Cross-entropy of the classifier, per training batch and on the dev set (either may be left out)."""
-    series = [("train", "loss", "train")] * train + [("eval", "dev_loss", "held-out")] * held_out
+    series = [("train", "loss", "train")] * train + [("eval", "loss", "held-out")] * held_out
     title = "Loss" if train and held_out else "Training loss" if train else "Dev loss"
     return _overlay(_chart(curves, series, title, "loss (nats)"), len(curves), len(series))
 
 
 def accuracy_curves(curves: dict[str, Curves], train: bool = True) -> go.Figure:
     """Share of examples (or tagged words) classified right, per training batch and on the dev set."""
-    series = [("train", "acc", "train")] * train + [("eval", "dev_acc", "held-out")]
+    series = [("train", "acc", "train")] * train + [("eval", "acc", "held-out")]
     fig = _chart(curves, series, "Accuracy" if train else "Dev accuracy", "accuracy", fmt=".1%", y_range=[0, 1.02])
     return _overlay(fig, len(curves), len(series))
 

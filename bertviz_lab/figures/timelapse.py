@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from bertviz_lab.figures import house
 from bertviz_lab.figures.training import RUN_COLORS
+from bertviz_lab.head_id import HeadId
 
 GROUP_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#c2383a", "#8d5ab8", "#6b6b6b")
 SHOWN_HEADS = 8  # heads drawn in colour on the role chart (the ones that play the role most); the rest grey
@@ -40,14 +41,14 @@ def role_lines(steps: list[int], series: np.ndarray, role: str, current: int, ti
     traces = []
     for layer in range(L):
         for head in range(H):
-            rank = int(ranks[layer, head])
+            rank, name = int(ranks[layer, head]), HeadId(layer, head)
             on = rank < SHOWN_HEADS
             traces.append(go.Scatter(
                 x=list(range(S)), y=series[:, layer, head], mode="lines+markers" if on else "lines",
-                name=f"L{layer} H{head}", showlegend=on, legendrank=rank,
+                name=str(name), showlegend=on, legendrank=rank,
                 line=dict(color=RUN_COLORS[rank % len(RUN_COLORS)] if on else "#cfcfcf", width=2.5 if on else 1),
                 customdata=steps,
-                hovertemplate=f"L{layer} H{head}, step %{{customdata:,}}: %{{y:.3f}}<extra></extra>"))
+                hovertemplate=f"{name}, step %{{customdata:,}}: %{{y:.3f}}<extra></extra>"))
     traces.sort(key=lambda t: t.showlegend)  # grey lines underneath
     layout = dict(xaxis=_frame_axis(steps), yaxis=dict(title=dict(text=f"score: {role}"), range=[0, 1.02]),
                   legend=dict(font=dict(size=12)),

@@ -1,8 +1,9 @@
 """Training curves: loss, accuracy, learning rate and throughput of one run or several overlaid.
 
 Input is plain data: `{run name: Curves}`, each with the run's train records and
-held-out (eval) records as DataFrames indexed by nothing in particular and holding a
-`step` column (the rows of `runs.read_metrics`). Train curves are drawn thin and
+held-out (eval) records as DataFrames indexed by nothing in particular, one column per
+field of `bertviz_lab.metrics.Metrics` (`metrics.frame`): step, loss, acc, ... The
+names are the same for pretraining and fine-tuning runs. Train curves are drawn thin and
 faint (they are noisy, one point per step); held-out curves bold with markers. Each
 run keeps one colour across every chart, so an overlay (e.g. with and without NSP)
 reads the same everywhere.
@@ -16,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from bertviz_lab.figures import house
+from bertviz_lab.metrics import Metrics, frame
 
 RUN_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#c2383a", "#8d5ab8", "#6b6b6b", "#1a9e9e", "#b8860b")
 MAX_POINTS = 1500  # per trace: longer train curves are thinned so live redraws stay quick
@@ -25,12 +27,12 @@ LEGEND = dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right", fo
 
 @dataclass
 class Curves:
-    train: pd.DataFrame = field(default_factory=pd.DataFrame)  # step, mlm_loss, mlm_acc, nsp_loss, lr, ...
-    eval: pd.DataFrame = field(default_factory=pd.DataFrame)  # step, mlm_loss, mlm_top1, mlm_top5, nsp_...
+    train: pd.DataFrame = field(default_factory=pd.DataFrame)  # step, loss, acc, nsp_loss, lr, ... (`metrics.frame`)
+    eval: pd.DataFrame = field(default_factory=pd.DataFrame)  # step, loss, acc, top5, nsp_...
 
     @classmethod
-    def from_records(cls, train: list[dict], held_out: list[dict]) -> Curves:
-        return cls(pd.DataFrame(train), pd.DataFrame(held_out))
+    def from_records(cls, train: list[Metrics], held_out: list[Metrics]) -> Curves:
+        return cls(frame(train), frame(held_out))
 
     def has(self, column: str) -> bool:
         return any(column in df.columns and df[column].notna().any() for df in (self.train, self.eval))
@@ -80,7 +82,7 @@ def loss_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True
                 y_range: list | None = None, extra: dict | None = None) -> go.Figure:
     """MLM (or NSP) cross-entropy, train (unless `train` is False) and held-out, in nats: lower is better.
     `x_range`, `y_range` fix the axes (a live chart that grows); `extra` adds layout, e.g. a reference line."""
-    column, what = ("mlm_loss", "MLM loss") if task == "mlm" else ("nsp_loss", "NSP loss")
+    column, what = ("loss", "MLM loss") if task == "mlm" else ("nsp_loss", "NSP loss")
     series = [("train", column, "train")] * train + [("eval", column, "held-out")]
     return _chart(curves, series, what, "loss (nats)", x_range=x_range, y_range=y_range, extra=extra)
 
@@ -88,8 +90,7 @@ def loss_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True
 def accuracy_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True) -> go.Figure:
     """Share of masked words guessed right (top-1, top-5 on held-out text), or NSP accuracy."""
     if task == "mlm":
-        series = [("train", "mlm_acc", "train")] * train + [("eval", "mlm_top1", "held-out"),
-                                                           ("eval", "mlm_top5", "top-5")]
+        series = [("train", "acc", "train")] * train + [("eval", "acc", "held-out"), ("eval", "top5", "top-5")]
         title = "MLM accuracy"
     else:
         series, title = [("train", "nsp_acc", "train")] * train + [("eval", "nsp_acc", "held-out")], "NSP accuracy"

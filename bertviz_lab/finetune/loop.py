@@ -3,10 +3,11 @@
 `FineTuner` is a `pretrain.loop.Loop`, so it runs, stops, saves and resumes exactly as pretraining
 does and the same background process (`pretrain/process.py`) drives it. Each example is tokenized
 once; a step's batch is a pure function of (seed, step) (a fresh shuffle of the training set each
-epoch), so a resumed run sees the batches it would have seen. Records:
+epoch), so a resumed run sees the batches it would have seen. Its records are the `Metrics`
+pretraining writes too (bertviz_lab/metrics.py), with these fields set:
 
-    {"kind": "train", "step", "loss", "acc", "lr", "grad_norm", "examples_per_s", "elapsed"}
-    {"kind": "eval", "step", "dev_loss", "dev_acc"}     on the first `eval_examples` dev examples
+    train: step, loss, acc, lr, grad_norm, examples_per_s, elapsed
+    eval:  step, loss, acc       on the first `eval_examples` dev examples (older runs wrote dev_loss, dev_acc)
 
 For a token task, loss and accuracy count each word once (its first piece), as Hugging Face's
 token-classification recipe does; the other pieces, [CLS], [SEP] and padding are ignored (-100).
@@ -33,6 +34,7 @@ from bertviz_lab.errors import ConfigError
 from bertviz_lab.finetune import data
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.tasks import TOKEN, Example, Task
+from bertviz_lab.metrics import EVAL, TRAIN, Metrics
 from bertviz_lab.pretrain import checkpoints
 from bertviz_lab.pretrain.data import builtin_vocabulary
 from bertviz_lab.pretrain.loop import Loop
@@ -181,7 +183,7 @@ class FineTuner(Loop):
             out.append(_shuffle(self.cfg.seed, epoch, n)[i])
         return out
 
-    def train_step(self) -> dict:
+    def train_step(self) -> tuple[Metrics, bool]:
         start = time.perf_counter()
         self.model.train()
         if self.cfg.freeze_encoder:
@@ -201,12 +203,12 @@ class FineTuner(Loop):
         self.step += 1
         seconds = time.perf_counter() - start
         self.elapsed += seconds
-        return {"kind": "train", "step": self.step, "loss": value, "acc": int(correct) / max(scored, 1),
-                "lr": lr, "grad_norm": grad_norm, "examples_per_s": self.cfg.batch_size / seconds,
-                "elapsed": self.elapsed, "finite": finite and value < 3 * math.log(len(self.task.labels)) + 10}
+        metrics = Metrics(TRAIN, self.step, loss=value, acc=int(correct) / max(scored, 1), lr=lr, grad_norm=grad_norm,
+                          examples_per_s=self.cfg.batch_size / seconds, elapsed=self.elapsed)
+        return metrics, finite and value < 3 * math.log(len(self.task.labels)) + 10
 
     @torch.no_grad()
-    def evaluate(self) -> dict:
+    def evaluate(self) -> Metrics:
         """Loss and accuracy on the dev examples (the same ones each time: comparable over steps)."""
         self.model.eval()
         total, correct, scored = 0.0, 0, 0
@@ -218,8 +220,7 @@ class FineTuner(Loop):
             total += float(loss) * count
             correct += int(right)
             scored += count
-        return {"kind": "eval", "step": self.step, "dev_loss": total / max(scored, 1),
-                "dev_acc": correct / max(scored, 1)}
+        return Metrics(EVAL, self.step, loss=total / max(scored, 1), acc=correct / max(scored, 1))
 
     def save(self) -> dict:
         path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,

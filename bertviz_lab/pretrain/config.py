@@ -15,12 +15,10 @@ import re
 from dataclasses import asdict, dataclass, fields
 from numbers import Integral, Real
 
-from bertviz_lab.bert.config import PRESET_SHAPES, SIZE_LIMITS, BertConfig, preset, show
-from bertviz_lab.bert.config import RANDOM_TOKENS as RANDOM_TOKEN_WORDS
+from bertviz_lab.bert.config import PRESET_SHAPES, RANDOM_TOKENS, SIZE_LIMITS, BertConfig, preset, show
 from bertviz_lab.errors import ConfigError
 
 PRECISIONS = ("auto", "fp32", "bf16")
-RANDOM_TOKENS = tuple(RANDOM_TOKEN_WORDS)  # where the 10% random tokens come from (the masking rule's options)
 LEGACY_RANDOM_TOKENS = "wordpieces"  # what a run.json written before the setting existed trained with
 LEGACY_DROPOUT = 0.1  # ... and the dropout it trained with (BERT's, the presets' own)
 DEVICES = re.compile(r"auto|cpu|cuda(:\d{1,2})?")  # what bert.device.resolve_device accepts
@@ -110,7 +108,7 @@ class TrainConfig:
         for name, (ok, wanted) in FLOAT_RULES.items():
             self._set(name, finite_number(name, getattr(self, name), ok, wanted))
         one_of("preset", self.preset, tuple(PRESET_SHAPES))
-        one_of("random_tokens", self.random_tokens, RANDOM_TOKENS)
+        one_of("random_tokens", self.random_tokens, tuple(RANDOM_TOKENS))  # the masking rule's options
         one_of("precision", self.precision, PRECISIONS)
         if not isinstance(self.device, str) or not DEVICES.fullmatch(self.device):
             raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {show(self.device)}")

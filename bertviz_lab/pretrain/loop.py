@@ -2,7 +2,8 @@
 
 `Trainer.run()` is a generator: the `train` command (`process.py`, which the app starts in the background),
 `publish.py`, the benchmarks and the tests all drive this one loop and receive the same records. The losses are those
-of `bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as `EvalTotals`. With a run folder it
+of `bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as `EvalTotals`, and each becomes a
+`Metrics` record (bertviz_lab/metrics.py, the names fine-tuning writes too). With a run folder it
 also writes checkpoints (see `checkpoints.py`), each with a snapshot of the probe set (`snapshots.py`, a record of
 kind "snapshot"); a NaN or inf loss (or one far above chance) stops the run as "diverged" without overwriting the last
 good checkpoint. Under `torchrun` it trains with DDP: each rank draws its own batches, rank 0 evaluates and writes.
@@ -26,6 +27,7 @@ from bertviz_lab.bert.losses import IGNORE_INDEX, mlm_cross_entropy, nsp_cross_e
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.ops import adamw
 from bertviz_lab.bert.precision import autocast_dtype
+from bertviz_lab.metrics import EVAL, TRAIN, Metrics
 from bertviz_lab.pretrain import checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.corpus_setup import build_corpus
@@ -114,21 +116,19 @@ class EvalTotals:
             self.nsp_correct += int(out.nsp_correct)
             self.pairs += pairs
 
-    def record(self, step: int) -> dict:
+    def record(self, step: int) -> Metrics:
         m = max(self.masked, 1)
-        record = {"kind": "eval", "step": step, "mlm_loss": self.mlm_loss / m,
-                  "mlm_top1": self.top1 / m, "mlm_top5": self.top5 / m}
-        if self.pairs:
-            record.update(nsp_loss=self.nsp_loss / self.pairs, nsp_acc=self.nsp_correct / self.pairs)
-        return record
+        nsp = dict(nsp_loss=self.nsp_loss / self.pairs, nsp_acc=self.nsp_correct / self.pairs) if self.pairs else {}
+        return Metrics(EVAL, step, loss=self.mlm_loss / m, acc=self.top1 / m, top5=self.top5 / m, **nsp)
 
 
 class Loop:
     """What every training loop shares: run to the last step, yielding records; stop and save on request.
 
     A subclass has cfg (steps, eval_every, checkpoint_every), step, elapsed, rank, world, device, run_dir
-    and stop_requested, and defines train_step (a record with "finite", or None when stopped between
-    micro-batches), evaluate and save. The fine-tuning loop (finetune/loop.py) is one."""
+    and stop_requested, and defines train_step (the step's `Metrics` and False once its loss diverged, or
+    None when stopped between micro-batches), evaluate (a `Metrics`) and save. The fine-tuning loop
+    (finetune/loop.py) is one. Metrics travel as their `record()`, like the other records."""
 
     def _use_threads(self) -> None:  # on the CPU, cfg.threads threads (0: all cores but one, one left for the app)
         if self.device.type == "cpu":
@@ -169,7 +169,7 @@ class Loop:
         if writer and self.step == 0:
             yield from self._save()  # a loadable checkpoint exists from the start, whatever happens next
         if self.rank == 0 and self.step == 0:
-            yield self.evaluate()
+            yield self.evaluate().record()
         while self.step < self.cfg.steps:
             if self._should_stop():
                 if writer:
@@ -177,18 +177,18 @@ class Loop:
                 yield {"kind": "end", "status": "stopped", "step": self.step,
                        "message": f"stopped at step {self.step} of {self.cfg.steps}"}
                 return
-            record = self.train_step()
-            if record is None:  # stopped between micro-batches: the check above saves the last whole step
+            done = self.train_step()
+            if done is None:  # stopped between micro-batches: the check above saves the last whole step
                 continue
-            finite = record.pop("finite")
-            yield record
+            metrics, finite = done
+            yield metrics.record()
             if not finite:
                 yield {"kind": "end", "status": "diverged", "step": self.step,
                        "message": f"the loss exploded (NaN, infinite or far above chance) at step {self.step}; "
                                   "the last good checkpoint is kept (try a lower learning rate)"}
                 return
             if self.rank == 0 and (self.step % self.cfg.eval_every == 0 or self.step == self.cfg.steps):
-                yield self.evaluate()
+                yield self.evaluate().record()
             if writer and self._checkpoint_due():
                 yield from self._save()
         yield {"kind": "end", "status": "finished", "step": self.step,
@@ -252,8 +252,8 @@ class Trainer(Loop):
             result.nsp_correct = (nsp_logits.argmax(-1) == batch.nsp_labels).sum()
         return result
 
-    def train_step(self) -> dict | None:
-        """One optimizer step (over grad_accum micro-batches); returns the step's metrics.
+    def train_step(self) -> tuple[Metrics, bool] | None:
+        """One optimizer step (over grad_accum micro-batches): its metrics, and False once the loss diverged.
 
         In one process a stop request is also seen between micro-batches, so a big model with many of
         them stops within one: the partial step is abandoned as if it never began (gradients dropped,
@@ -289,18 +289,16 @@ class Trainer(Loop):
         self.step += 1
         seconds = time.perf_counter() - start
         self.elapsed += seconds
-        record = {"kind": "train", "step": self.step, "mlm_loss": totals.mlm_loss / self.cfg.grad_accum,
-                  "mlm_acc": totals.mlm_correct / max(totals.masked, 1), "lr": lr, "grad_norm": grad_norm,
-                  "tokens_per_s": totals.tokens / seconds, "elapsed": self.elapsed}
-        if self.cfg.nsp:
-            record.update(nsp_loss=totals.nsp_loss / self.cfg.grad_accum,
-                          nsp_acc=totals.nsp_correct / max(totals.pairs, 1))
+        nsp = dict(nsp_loss=totals.nsp_loss / self.cfg.grad_accum,
+                   nsp_acc=totals.nsp_correct / max(totals.pairs, 1)) if self.cfg.nsp else {}
+        metrics = Metrics(TRAIN, self.step, loss=totals.mlm_loss / self.cfg.grad_accum,
+                          acc=totals.mlm_correct / max(totals.masked, 1), lr=lr, grad_norm=grad_norm,
+                          tokens_per_s=totals.tokens / seconds, elapsed=self.elapsed, **nsp)
         # Diverged: a NaN/inf, or a loss far past chance level (uniform guessing scores ln V).
-        record["finite"] = finite and record["mlm_loss"] < 3 * math.log(self.tokenizer.vocab_size)
-        return record
+        return metrics, finite and metrics.loss < 3 * math.log(self.tokenizer.vocab_size)
 
     @torch.no_grad()
-    def evaluate(self, batches: int | None = None) -> dict:
+    def evaluate(self, batches: int | None = None) -> Metrics:
         """Held-out MLM loss, top-1 and top-5 accuracy, NSP accuracy (fixed batches: comparable over time)."""
         self.model.eval()
         totals = EvalTotals()

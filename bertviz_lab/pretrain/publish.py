@@ -29,6 +29,8 @@ from bertviz_lab.pretrain.loop import Trainer
 from bertviz_lab.pretrain.records import read_metrics
 
 HISTORY = "history"
+# The model card's held-out names (bert/card.py reads them; shipped cards have them) for the fields of `Metrics`
+CARD_NAMES = {"loss": "mlm_loss", "acc": "mlm_top1", "top5": "mlm_top5", "nsp_loss": "nsp_loss", "nsp_acc": "nsp_acc"}
 TRAIN_EVERY = 5  # train records kept in the history: one step in five (the curve looks the same)
 
 
@@ -69,11 +71,11 @@ def publish(run_dir, target, eval_batches: int = 32) -> dict:
         raise CheckpointError(f"{run_dir} is not a run folder ({exc})") from None
     cfg = TrainConfig.from_dict({**run["config"], "device": "cpu"})
     trainer = Trainer(cfg, run_dir, resume=True)
-    metrics = trainer.evaluate(eval_batches)
+    held_out = trainer.evaluate(eval_batches)
     card = {
         **trainer.card(),
         "held_out": {"batches": eval_batches, "pairs": eval_batches * cfg.batch_size,
-                     **{k: round(v, 4) for k, v in metrics.items() if k not in ("kind", "step")}},
+                     **{CARD_NAMES[k]: round(v, 4) for k, v in held_out.record().items() if k in CARD_NAMES}},
         "hardware": f"{cpu_name()}, {cfg.threads or max(1, (os.cpu_count() or 2) - 1)} threads"
                     f" ({os.cpu_count()} cores), torch {torch.__version__}",
         "device": _trained_on(run_dir),

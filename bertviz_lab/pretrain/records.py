@@ -222,7 +222,7 @@ def _step(record: dict) -> float:
     return float(value) if ok else 0.0  # (NaN fails the test too)
 
 
-class Metrics(Tail):
+class MetricsLog(Tail):
     """metrics.jsonl's records, read as they come; more than MAX_RECORDS are thinned to half (see `thin`)."""
 
     def __init__(self, path, cap: int = METRICS_CAP, max_records: int = MAX_RECORDS, window: int | None = None):
@@ -273,17 +273,17 @@ def cached(key: tuple, make: Callable[[], Tail]) -> Tail:
         return reader
 
 
-def metrics_log(run_dir) -> Metrics:
+def metrics_log(run_dir) -> MetricsLog:
     """The cached, refreshed reader of a run folder's metrics.jsonl."""
     path = Path(run_dir) / METRICS
-    log = cached(("metrics", str(path.absolute())), lambda: Metrics(path))
+    log = cached(("metrics", str(path.absolute())), lambda: MetricsLog(path))
     log.refresh()
     return log
 
 
 def read_metrics(run_dir, kind: str | None = None) -> list[dict]:
     """The records of metrics.jsonl (a half-written line, or one that is not a record of numbers, is skipped);
-    each a copy, so a caller may change it."""
+    each a copy, so a caller may change it. `metrics.curve` types the train and eval ones, whatever their names."""
     log = metrics_log(run_dir)
     with log.lock:
         return [dict(r) for r in log.records if kind is None or r.get("kind") == kind]
@@ -334,7 +334,7 @@ def shrink_metrics(path: Path, cap: int = METRICS_CAP) -> None:
     """Rewrite a metrics file at half its cap or less: every eval and checkpoint record, train records on an
     even stride (`thin`)."""
     size = max(path.stat().st_size, 1)
-    log = Metrics(path, cap, window=WHOLE * cap)  # all of it: our own file, a line past its cap
+    log = MetricsLog(path, cap, window=WHOLE * cap)  # all of it: our own file, a line past its cap
     log.refresh()
     kept = thin(log.records, max(2, len(log.records) * (cap // 2) // size))
     atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
@@ -343,7 +343,7 @@ def shrink_metrics(path: Path, cap: int = METRICS_CAP) -> None:
 def keep_until(path: Path, step: int, cap: int = METRICS_CAP) -> None:
     """On resume: keep the train, eval and checkpoint records up to `step` (those past it are about to be
     redone). A file from before the cap is read up to WHOLE caps, its records thinned as they come."""
-    log = Metrics(path, cap, window=WHOLE * cap)
+    log = MetricsLog(path, cap, window=WHOLE * cap)
     log.refresh()
     kept = [r for r in log.records if r.get("kind") in ("train", "eval", "checkpoint") and _step(r) <= step]
     atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))

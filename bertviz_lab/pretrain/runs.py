@@ -31,12 +31,11 @@ import psutil
 
 from bertviz_lab import atomic, files
 from bertviz_lab.errors import ConfigError, InputError, LabError
+from bertviz_lab.files import ROOT
 from bertviz_lab.pretrain import checkpoints, records
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.process import OWNER, PRETRAIN, STARTED_BY_ENV, hold, start_time, verified
 from bertviz_lab.pretrain.resources import check_corpus, check_resources
-
-ROOT = Path(__file__).resolve().parents[2]  # the repository
 
 
 def runs_root() -> Path:

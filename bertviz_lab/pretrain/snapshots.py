@@ -7,7 +7,7 @@ Time-lapse page can scrub through a run without loading a single checkpoint. One
     {"kind": "snapshot", "step": 200, "layers": L, "heads": H,
      "probes": [{"text", "tokens": [T], "attention": L x H x T x T,          (the sentence as written)
                  "masked": word, "top": [[token, p], ...]}, ...],           (that word as [MASK])
-     "roles": {"previous": L x H, "next": ..., "det_noun": ..., ...},        (see heads.py)
+     "roles": {"previous": L x H, "next": ..., "det_noun": ..., ...},        (see head_roles.py)
      "chance": {"previous": score, ...},              (each role's score if every head attended uniformly)
      "words": {"words": [W], "groups": [W], "xy": W x 2, "explained": share}}  (token embeddings, PCA)
 
@@ -42,7 +42,7 @@ import torch
 from bertviz_lab import atomic, files
 from bertviz_lab.corpus.probes import PROBES, WORD_GROUPS
 from bertviz_lab.errors import InputError, LabError
-from bertviz_lab.pretrain import heads, records
+from bertviz_lab.pretrain import head_roles, records
 from bertviz_lab.pretrain.checkpoints import on_series
 from bertviz_lab.pretrain.config import TrainConfig
 
@@ -100,7 +100,7 @@ def take(model, tokenizer, step: int) -> dict | None:
     probes, plain, masked = [], [], []
     for probe in PROBES:
         try:
-            encodings = heads.encode(tokenizer, limit, probe.text), heads.encode(tokenizer, limit, probe.masked())
+            encodings = head_roles.encode(tokenizer, limit, probe.text), head_roles.encode(tokenizer, limit, probe.masked())
         except InputError:
             continue  # longer than this model reads
         probes.append(probe)
@@ -111,13 +111,13 @@ def take(model, tokenizer, step: int) -> dict | None:
     training = model.training
     model.eval()
     try:
-        weights = heads.attention(model, plain)
+        weights = head_roles.attention(model, plain)
         tops = _top(model, tokenizer, masked) if getattr(model, "has_mlm", False) else [[] for _ in probes]
         words = word_positions(model, tokenizer)
     finally:
         model.train(training)
-    roles = heads.roles_of(weights, plain, probes)
-    uniform = heads.uniform_scores(plain, probes)
+    roles = head_roles.roles_of(weights, plain, probes)
+    uniform = head_roles.uniform_scores(plain, probes)
     return {"kind": "snapshot", "step": int(step), "layers": model.config.num_hidden_layers,
             "heads": model.config.num_attention_heads,
             "probes": [{"text": p.text, "tokens": list(e.tokens), "attention": _rounded(w),
@@ -157,7 +157,7 @@ class Shape:
     @property
     def max_line(self) -> int:
         """The longest line a snapshot of this shape can be: 8 characters a number ('0.1234, ')."""
-        numbers = self.layers * self.heads * (len(PROBES) * self.max_tokens**2 + 4 * len(heads.ROLE_NAMES))
+        numbers = self.layers * self.heads * (len(PROBES) * self.max_tokens**2 + 4 * len(head_roles.ROLE_NAMES))
         return min(MAX_LINE, 64 * 1024 + 8 * numbers + 64 * len(PROBES) * self.max_tokens)
 
     def fits(self, record: dict) -> bool:

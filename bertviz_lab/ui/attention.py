@@ -1,11 +1,9 @@
-"""The Attention page's cached forward passes: one traced forward per (model, text, heads off),
-shared by every rerun and session, the prediction table with and without those heads, the
-rest of one layer for one query (W_O, residual, LayerNorm, FFN) drawn as steps, and what keeps the
-page's token pickers honest when the sentence changes."""
+"""The Attention page's cached forward passes: one traced forward per (model, text, heads off), shared by every
+rerun and session (cached under `model_key` and the token ids, segment ids and heads off), the prediction table
+with and without those heads, the rest of one layer for one query (W_O, residual, LayerNorm, FFN) drawn as steps,
+and what keeps the page's token pickers honest when the sentence changes."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
@@ -16,7 +14,7 @@ from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.handout import record_table
-from bertviz_lab.ui.models import device_name
+from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Attention as K
 from bertviz_lab.ui.tables import numbers, table_height
 from bertviz_lab.ui.widgets import chart, plain
@@ -31,56 +29,56 @@ CONTEXT_DIMS = 6  # dimensions of v the context table shows (it fits a projector
 SUMMARY_KEYS = 3  # keys named in the one-line summary under the sentence box
 
 
-@dataclass(frozen=True)
-class Forward:
-    """What one forward pass depends on. Hashable, so it keys the caches; the model and the
-    encoding themselves are passed beside it, unhashed (Streamlit skips `_`-prefixed arguments)."""
-    path: str
-    device: str
-    ids: tuple[int, ...]
-    segments: tuple[int, ...]
-    off: tuple[str, ...]  # heads switched off, e.g. ("L0 H1",)
+def explore(ckpt: Checkpoint, encoding: Encoding, off: tuple[str, ...] = ()) -> av.AttentionView:
+    """The traced forward pass of `encoding` with the heads `off` switched off (e.g. ("L0 H1",)), every step kept."""
+    return _explore(model_key(ckpt), tuple(encoding.ids), tuple(encoding.segment_ids), tuple(off), ckpt, encoding)
 
-    @classmethod
-    def of(cls, ckpt: Checkpoint, encoding: Encoding, off) -> Forward:
-        return cls(str(ckpt.path), device_name(), tuple(encoding.ids), tuple(encoding.segment_ids), tuple(off))
 
-    def head_mask(self, ckpt: Checkpoint):
-        return av.head_mask(list(self.off), ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads)
+def predictions(ckpt: Checkpoint, encoding: Encoding, off: tuple[str, ...]) -> pd.DataFrame:
+    """The top guesses for each [MASK], with every head and with the heads `off` switched off."""
+    return _predictions(model_key(ckpt), tuple(encoding.ids), tuple(encoding.segment_ids), tuple(off), ckpt, encoding)
+
+
+def _head_mask(ckpt: Checkpoint, off: tuple[str, ...]):
+    return av.head_mask(list(off), ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads)
 
 
 # cache_resource, not cache_data: the view is read-only (its arrays are frozen), so every rerun and
 # session shares it instead of unpickling a copy; a few entries, as BERT-base at 512 tokens is ~400 MB.
 # Its spinner shows only past 0.5 s: BERT-base at 512 tokens (1.7 s), never the shipped model.
 @st.cache_resource(max_entries=8, show_spinner="Running the model, every step of attention kept…")
-def explore(key: Forward, _ckpt: Checkpoint, _encoding: Encoding) -> av.AttentionView:
-    return av.explore(_ckpt.model, _encoding, key.head_mask(_ckpt), _ckpt.tokenizer.mask_id)
+def _explore(key: ModelKey, ids: tuple[int, ...], segments: tuple[int, ...], off: tuple[str, ...],
+             _ckpt: Checkpoint, _encoding: Encoding) -> av.AttentionView:
+    return av.explore(_ckpt.model, _encoding, _head_mask(_ckpt, off), _ckpt.tokenizer.mask_id)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def predictions(key: Forward, _ckpt: Checkpoint, _encoding: Encoding) -> pd.DataFrame:
-    view = explore(key, _ckpt, _encoding)  # its pass gives one of the two columns: one forward less
-    return av.prediction_change(_ckpt.model, _ckpt.tokenizer, _encoding, key.head_mask(_ckpt), view=view)
+def _predictions(key: ModelKey, ids: tuple[int, ...], segments: tuple[int, ...], off: tuple[str, ...],
+                 _ckpt: Checkpoint, _encoding: Encoding) -> pd.DataFrame:
+    view = explore(_ckpt, _encoding, off)  # its pass gives one of the two columns: one forward less
+    return av.prediction_change(_ckpt.model, _ckpt.tokenizer, _encoding, _head_mask(_ckpt, off), view=view)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def layer_steps(key: Forward, layer: int, token: int, _ckpt: Checkpoint, _encoding: Encoding) -> lv.LayerSteps:
-    return lv.layer_steps(_ckpt.model, explore(key, _ckpt, _encoding), layer, token)
+def _layer_steps(key: ModelKey, ids: tuple[int, ...], segments: tuple[int, ...], off: tuple[str, ...], layer: int,
+                 token: int, _ckpt: Checkpoint, _encoding: Encoding) -> lv.LayerSteps:
+    return lv.layer_steps(_ckpt.model, explore(_ckpt, _encoding, off), layer, token)
 
 
-def rest_of_layer(key: Forward, ckpt: Checkpoint, encoding: Encoding, layer: int, token: int) -> None:
+def rest_of_layer(ckpt: Checkpoint, encoding: Encoding, off: tuple[str, ...], layer: int, token: int) -> None:
     """The layer after the heads, for one token: the steps as a table, what checks them, their lengths."""
-    steps = layer_steps(key, layer, token, ckpt, encoding)
-    label = explore(key, ckpt, encoding).axis_labels[token]  # HTML-escaped: it goes into a plotly title
+    steps = _layer_steps(model_key(ckpt), tuple(encoding.ids), tuple(encoding.segment_ids), tuple(off), layer, token,
+                         ckpt, encoding)
+    label = explore(ckpt, encoding, off).axis_labels[token]  # HTML-escaped: it goes into a plotly title
     st.caption("Post-LN, as in the original BERT: x = LayerNorm(x + Sublayer(x)), first with attention as the "
                "sublayer, then with the feed-forward network (FFN). Each row is one vector for query token "
                f"{token} in layer {layer}: its size, its length ‖·‖ and its first {lv.DIMS_SHOWN} entries. "
                "Seed 004 writes these equations without W_O and with ReLU in the FFN; BERT has W_O and uses the "
                "activation named below.")
     st.dataframe(steps.table, hide_index=True, height=table_height(steps.table), column_config=numbers(steps.table))
-    off = f" Switched off here: head {', '.join(map(str, steps.heads_off))}, zeros in c." if steps.heads_off else ""
+    zeros = f" Switched off here: head {', '.join(map(str, steps.heads_off))}, zeros in c." if steps.heads_off else ""
     st.caption(f"LayerNorm(v) = γ ⊙ (v − mean v) ÷ √(var v + ε) + β with this layer's γ, β and ε = {steps.eps:g}; "
-               f"the activation is {steps.activation}.{off} Computed here in float64 from the model's weights: c "
+               f"the activation is {steps.activation}.{zeros} Computed here in float64 from the model's weights: c "
                f"equals the heads' contexts the model computed to within {steps.concat_difference:.1e}, and the "
                f"last row equals the model's own output for this layer and token (hidden_states[{layer + 1}]) to "
                f"within {steps.max_difference:.1e}.")

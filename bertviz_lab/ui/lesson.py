@@ -18,16 +18,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
-import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from bertviz_lab import metrics
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.lesson import training_loss
 from bertviz_lab.ui import once, state
-from bertviz_lab.ui.representations import model_key
+from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Lesson as K
 from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import inputs, predict
@@ -131,7 +131,7 @@ def basis(ckpt: Checkpoint, *values) -> tuple:
 
 # --- The model's numbers, cached ---------------------------------------------------------------------
 @st.cache_data(max_entries=128, show_spinner="Running the model…")  # the spinner shows only past 0.5 s
-def _computed(key: tuple, name: str, args: tuple, _view: Callable, _ckpt: Checkpoint):
+def _computed(key: ModelKey, name: str, args: tuple, _view: Callable, _ckpt: Checkpoint):
     return _view(_ckpt.model, _ckpt.tokenizer, *args)
 
 
@@ -196,22 +196,21 @@ def verdict(answered: vl.Answered) -> None:
 
 
 # --- The two live runs, each computed once for every session (ui/once.py) -------------------------------
-Run = tuple[int, list[dict], list[dict]]  # (seed, train records, held-out records)
+Run = tuple[int, list[metrics.Metrics], list[metrics.Metrics]]  # (seed, train records, held-out records)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _runs(seed: int, tiny: tuple) -> once.Once[Run]:
-    """One tiny run per seed and TINY setting (device "cpu" included): nothing else decides its records, not the
-    loaded model, not the session."""
-    return once.Once("The tiny training run")
+# One tiny run per (seed, TINY), TINY's device "cpu" included: nothing else decides its records, not the loaded
+# model, not the session. The probes: one result per (model_key, task).
+RUNS: once.Slots[Run] = once.Slots("The tiny training run", keep=8)
+PROBES: once.Slots[runs.ProbeResult] = once.Slots("The linear probes", keep=8)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: `_frame_chart` builds one figure per report for everyone
 class _Frame:
     """The run so far, as the worker reports it after each record."""
 
-    train: tuple[dict, ...] = ()
-    held_out: tuple[dict, ...] = ()
+    train: tuple[metrics.Metrics, ...] = ()
+    held_out: tuple[metrics.Metrics, ...] = ()
 
 
 def _train(seed: int, report: once.Report) -> Run:
@@ -221,7 +220,7 @@ def _train(seed: int, report: once.Report) -> Run:
 
     def record(r: dict) -> None:
         if r["kind"] in ("train", "eval"):
-            (train if r["kind"] == "train" else held_out).append(r)
+            (train if r["kind"] == "train" else held_out).append(metrics.Metrics.of(r))
             report(_Frame(tuple(train), tuple(held_out)))
 
     runs.train_tiny(seed, record)
@@ -236,12 +235,12 @@ def _frame_chart(frame: _Frame):
 
 def _training_frame(frame: _Frame, n: int) -> None:
     """The n-th redraw of the run so far: a progress bar, and the loss chart once the first held-out loss is in."""
-    steps = runs.TINY["steps"]
+    steps = runs.TINY.steps
     if not frame.train:
         st.progress(0.0, text="Training a tiny BERT from scratch…")
     else:
         last = frame.train[-1]
-        st.progress(last["step"] / steps, text=f"Step {last['step']} of {steps}: loss {last['mlm_loss']:.3f}")
+        st.progress(last.step / steps, text=f"Step {last.step} of {steps}: loss {last.loss:.3f}")
     if frame.held_out:
         chart(_frame_chart(frame), "lesson_training", key=f"lesson.training.frame{n}", frame=True)
 
@@ -250,7 +249,7 @@ def train_live(seed: int) -> Run:
     """The tiny BERT's run for this seed, stored in K.TRAINING: trained once for the whole class, every session
     that waits on it watching the same progress bar and loss chart grow."""
     frames = itertools.count()
-    run = once.follow(_runs(seed, tuple(sorted(runs.TINY.items()))), lambda report: _train(seed, report),
+    run = once.follow(RUNS.slot((seed, runs.TINY)), lambda report: _train(seed, report),
                       lambda frame: _training_frame(frame, next(frames)), first=_Frame())
     state.put(K.TRAINING, run)
     return run
@@ -261,15 +260,10 @@ def training_run() -> Run:
     return state.get(K.TRAINING) or train_live(0)
 
 
-def training_chart(train: list[dict], held_out: list[dict]):
+def training_chart(train: list[metrics.Metrics], held_out: list[metrics.Metrics]):
     """The run's MLM loss, train and held-out, with ln V (a uniform guess) drawn across."""
-    return training_loss(pd.DataFrame(train), pd.DataFrame(held_out), math.log(runs.tiny_vocab_size()),
-                         runs.TINY["steps"])
-
-
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _probes(key: tuple, task: str) -> once.Once[runs.ProbeResult]:
-    return once.Once("The linear probes")
+    return training_loss(metrics.frame(train), metrics.frame(held_out), math.log(runs.tiny_vocab_size()),
+                         runs.TINY.steps)
 
 
 def probes(ckpt: Checkpoint, task: str) -> runs.ProbeResult:
@@ -278,5 +272,5 @@ def probes(ckpt: Checkpoint, task: str) -> runs.ProbeResult:
     def work(report: once.Report) -> runs.ProbeResult:
         return runs.compare_probes(ckpt.model, ckpt.tokenizer, task, lambda share, text: report((share, text)))
 
-    return once.follow(_probes(model_key(ckpt), task), work, lambda news: st.progress(*news),
+    return once.follow(PROBES.slot((model_key(ckpt), task)), work, lambda news: st.progress(*news),
                        first=(0.0, "Linear probe: reading the task…"))

@@ -21,6 +21,7 @@ from bertviz_lab.figures.losses import topk_grid
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.figures.representations import sense_lines
 from bertviz_lab.finetune import tasks
+from bertviz_lab.head_id import HeadId
 from bertviz_lab.ui import attention as ua
 from bertviz_lab.ui import lesson as ui
 from bertviz_lab.ui import state
@@ -76,7 +77,7 @@ def embeddings(ckpt: Checkpoint, frame: ui.Frame) -> None:
 def attention_view(ckpt: Checkpoint, text: str) -> av.AttentionView:
     """The traced forward on the attention sentence, every head on: the Attention page's, cached and shared."""
     encoding = ui.encode(ckpt, text)
-    return ua.explore(ua.Forward.of(ckpt, encoding, ()), ckpt, encoding)
+    return ua.explore(ckpt, encoding)
 
 
 def heads(ckpt: Checkpoint, frame: ui.Frame) -> None:
@@ -115,7 +116,8 @@ def softmax(ckpt: Checkpoint, frame: ui.Frame) -> None:
                          help="It starts on the head that follows pronouns to their nouns most on other sentences "
                               "(this one left out); the note below says how it does on sentences held out from "
                               "that choice.")
-        layer, head = (int(part[1:]) for part in name.split())
+        chosen = HeadId.parse(name)
+        layer, head = chosen.layer, chosen.head
         query = av.default_query(view)
         st.markdown(f"The query: **{plain(view.tokens[query])}** (position {query}); "
                     f"{av.sqrt_head_dim(view.head_dim)}.")
@@ -176,17 +178,17 @@ def next_sentence(ckpt: Checkpoint, frame: ui.Frame) -> None:
 
 def training(ckpt: Checkpoint, frame: ui.Frame) -> None:
     t, vocab = runs.TINY, runs.tiny_vocab_size()
-    frame.left.caption(f"The tiny BERT: {t['layers']} layers of {t['heads']} heads, hidden size {t['hidden']}, "
-                       f"{vocab:,} tokens; {t['steps']} steps of AdamW (peak learning rate {t['lr']:g}) on batches "
-                       f"of {t['batch_size']} sequences of up to {t['seq_len']} tokens. Seconds on a laptop's CPU.")
+    frame.left.caption(f"The tiny BERT: {t.layers} layers of {t.heads} heads, hidden size {t.hidden}, "
+                       f"{vocab:,} tokens; {t.steps} steps of AdamW (peak learning rate {t.lr:g}) on batches "
+                       f"of {t.batch_size} sequences of up to {t.seq_len} tokens. Seconds on a laptop's CPU.")
     question, _ = runs.start_question(vocab)
 
     if ui.ask(frame.bar, question, ("tiny BERT", vocab), lambda: runs.start_loss(vocab, ui.training_run()[2])):
         with frame.below:
             seed, train, held_out = ui.training_run()
             chart(ui.training_chart(train, held_out), "lesson_training")
-            first, last = held_out[0]["mlm_loss"], held_out[-1]["mlm_loss"]
-            st.caption(f"Seed {seed}: held-out loss {first:.3f} at step 0, {last:.3f} after {held_out[-1]['step']} "
+            first, last = held_out[0].loss, held_out[-1].loss
+            st.caption(f"Seed {seed}: held-out loss {first:.3f} at step 0, {last:.3f} after {held_out[-1].step} "
                        f"steps. {runs.frequency_note(held_out, vocab)} The Pretrain page trains for longer.")
             if st.button("Train again with a new seed", key=K.RETRAIN.name, icon=":material/replay:"):
                 ui.train_live(seed + 1)

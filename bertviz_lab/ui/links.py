@@ -27,13 +27,14 @@ from typing import Any
 import streamlit as st
 
 from bertviz_lab.bert import hub
+from bertviz_lab.bert.config import RANDOM_TOKENS
+from bertviz_lab.head_id import HeadId
 from bertviz_lab.ui import models, state
 from bertviz_lab.ui.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
                                   Sentences, TimeLapse)
 from bertviz_lab.ui.widgets import plain
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import inputs
-from bertviz_lab.views import losses as lv
 
 MAX_TEXT = 1_000  # characters of one sentence in a link: longer ones make URLs that break and dense QR codes
 MAX_PARAMS = 64  # parameters read from one link; a longer query string is hostile or broken
@@ -107,8 +108,7 @@ def token_range(value: str) -> tuple[int, int]:
 
 
 def head_name(value: str) -> str:
-    if not re.fullmatch(r"L\d{1,4} H\d{1,4}", value):
-        raise ValueError("is not a head like L0 H1")
+    HeadId.parse(value)  # ValueError("is not a head like L0 H1")
     return value
 
 
@@ -160,7 +160,7 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
     "losses": (*sentences(Losses.SENTENCES), Param("seed", Losses.SEED, integer(0, 2**31 - 1)),
                Param("rate", Losses.RATE, number(0, 1)),
                *(Param(key.name.split(".")[1], key, number(0, 1)) for key in Losses.SHARES),
-               Param("random_from", Losses.RANDOM_TOKENS, choice(list(lv.RANDOM_TOKENS))),
+               Param("random_from", Losses.RANDOM_TOKENS, choice(list(RANDOM_TOKENS))),
                Param("all", Losses.ALL, flag), Param("step", Losses.STEP, integer(1, 99))),
     "representations": (Param("tab", Representations.TAB, text(60)), Param("set", Representations.SET, text(60)),
                         Param("word", Representations.WORD, text(100), label="Word to follow"),

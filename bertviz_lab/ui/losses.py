@@ -7,6 +7,7 @@ import random
 
 import streamlit as st
 
+from bertviz_lab.bert.config import RANDOM_TOKENS
 from bertviz_lab.figures import losses as figs
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Losses as K
@@ -62,7 +63,7 @@ def step_positions(w):
 def step_actions(w):
     st.text(f"Each picked token: [MASK] with probability {w.rates[1]:g}, a random token with {w.rates[2]:g}, "
             f"kept with {w.keep_prob:g}. The model must recover the original at every picked position.\n"
-            f"Random tokens are drawn from {lesson.RANDOM_TOKENS[w.random_tokens]}.")
+            f"Random tokens are drawn from {RANDOM_TOKENS[w.random_tokens]}.")
     st.dataframe(lesson.picked_table(w), hide_index=True)
     st.caption("What the model reads")
     st.code(" ".join(w.corrupted_tokens), language=None, wrap_lines=True)

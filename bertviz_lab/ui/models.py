@@ -1,7 +1,8 @@
 """The model and device picker (drawn once, by app.py) and the cached loader every page uses.
 
 Models load once per process (`st.cache_resource`) and are shared by every
-session, so switching back to a model is instant. A folder that fails to load
+session, so switching back to a model is instant; whatever is computed from one is cached under its
+`model_key` (the one cache-key idiom of ui/). A folder that fails to load
 leaves the previous model active and says why; CUDA without a GPU falls back to
 the CPU with a note. The picker and the folder box also take Hugging Face Hub ids
 (bert/hub.py): one already in the Hugging Face cache opens at once, any other is
@@ -17,19 +18,22 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
+from bertviz_lab import classroom
 from bertviz_lab.bert import hub
 from bertviz_lab.bert.card import markdown_safe
 from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
 from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available, describe_devices
 from bertviz_lab.errors import CheckpointError, LabError
-from bertviz_lab.files import check_path, describe_bytes
+from bertviz_lab.files import ROOT, check_path, describe_bytes
 from bertviz_lab.pretrain import runs
-from bertviz_lab.ui import classroom, state
+from bertviz_lab.ui import state
+from bertviz_lab.ui.classroom import is_owner
 from bertviz_lab.ui.router import end_page, ensure_router
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Model as K
@@ -62,10 +66,24 @@ def available_models() -> dict[str, str]:
             found[f"{what} {run.name} ({run.status}, step {run.step})"] = str(run.checkpoint)
     cached = hub.cached_models()
     found.update({f"{repo_id} (Hub, cached)": repo_id for repo_id in cached})
-    if classroom.is_owner():
+    if is_owner():
         found.update({f"{s.repo_id} (Hub, download ~{s.size})": s.repo_id for s in hub.SUGGESTED
                       if s.repo_id not in cached})
     return found
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    """What every cached result of a loaded model depends on besides its own inputs. Each cached function takes
+    it first, then its hashable inputs by name, then the objects they stand for `_`-prefixed (Streamlit skips
+    those): `lens(model_key(ckpt), ids, ckpt, encoding)`."""
+
+    path: str  # the model's folder or Hub id
+    device: str  # where it runs: "cpu" or "cuda"
+
+
+def model_key(ckpt: Checkpoint) -> ModelKey:
+    return ModelKey(str(ckpt.path), device_name())
 
 
 def device_name(choice: str | None = None) -> str:
@@ -102,8 +120,8 @@ def named(text: str) -> Path | str:
     if (folder := classroom.labelled_folder(text, visitor_roots())) is not None:
         return folder
     path = Path(text)
-    if not classroom.is_owner() and not path.is_absolute():
-        path = classroom.ROOT / path
+    if not is_owner() and not path.is_absolute():
+        path = ROOT / path
     return text if hub.looks_like_hub_id(text) and not os.path.lexists(path) else path
 
 
@@ -120,10 +138,10 @@ def _folder(target: str) -> str:
         cached = hub.cached_folder(folder)
         if cached is not None:
             return str(cached)
-        if not classroom.is_owner():
+        if not is_owner():
             raise _NotCached(NOT_CACHED.format(folder))
         raise _Download(folder)
-    if not classroom.is_owner():
+    if not is_owner():
         return str(classroom.visitor_folder(str(folder), visitor_roots()))
     check_path(target, "model folder", CheckpointError)  # empty, overlong or control-character text: one sentence
     path = folder.expanduser()
@@ -136,7 +154,7 @@ def _folder(target: str) -> str:
 
 def shown(message: str) -> str:
     """A message as this session may read it: whole for the owner, without server paths for a visitor."""
-    return message if classroom.is_owner() else classroom.hide_paths(message, visitor_roots())
+    return message if is_owner() else classroom.hide_paths(message, visitor_roots())
 
 
 def try_load(target: str) -> bool:
@@ -175,7 +193,7 @@ def _download() -> None:
     """Download the Hub model the owner asked for, with a progress bar where the picker will be, then open it."""
     repo_id = state.get(K.DOWNLOAD)
     state.forget(K.DOWNLOAD)
-    if not repo_id or not classroom.is_owner():
+    if not repo_id or not is_owner():
         return
     with st.sidebar:
         slot = st.empty()
@@ -236,7 +254,7 @@ def _load_custom() -> None:
 
 def _folder_box() -> None:
     with st.expander(BOX):
-        if classroom.is_owner():
+        if is_owner():
             st.caption("A folder in the Hugging Face layout, or a Hub id such as `bert-base-uncased` or `org/name`: "
                        "downloaded once into the Hugging Face cache, it opens offline afterwards. Small ones to try:")
             st.caption("\n".join(f"- `{s.repo_id}` (~{s.size}): {s.about}" for s in hub.SUGGESTED))

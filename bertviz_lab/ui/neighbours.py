@@ -13,7 +13,7 @@ from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import representations as figs
 from bertviz_lab.ui import once, state
-from bertviz_lab.ui.representations import model_key
+from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Representations as K
 from bertviz_lab.ui.tables import numbers, table_height
 from bertviz_lab.ui.widgets import MAX_CHARS, WORD_START, chart, plain
@@ -23,9 +23,7 @@ from bertviz_lab.views import neighbours as nv
 PRECISION_KS = (1, 3, 5, 10)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _slot(key: tuple) -> once.Once[nv.SentenceBank]:
-    return once.Once("Encoding the sentence bank")
+BANKS: once.Slots[nv.SentenceBank] = once.Slots("Encoding the sentence bank", keep=4)  # one per model_key
 
 
 def sentence_bank(ckpt: Checkpoint) -> nv.SentenceBank:
@@ -38,27 +36,27 @@ def sentence_bank(ckpt: Checkpoint) -> nv.SentenceBank:
         return nv.build_bank(ckpt.model, ckpt.tokenizer, sentences,
                              progress=lambda done: report((done, f"{note}: {done:.0%}")))
 
-    return once.follow(_slot(model_key(ckpt)), work, lambda news: st.progress(*news),
+    return once.follow(BANKS.slot(model_key(ckpt)), work, lambda news: st.progress(*news),
                        first=(0.0, "Encoding corpus sentences once for this model…"))
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _query(key: tuple, ids: tuple[int, ...], position: int, _ckpt: Checkpoint, _encoding) -> np.ndarray:
+def _query(key: ModelKey, ids: tuple[int, ...], position: int, _ckpt: Checkpoint, _encoding) -> np.ndarray:
     return nv.token_vectors(_ckpt.model, _encoding, position)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Encoding the sense sets' sentences…")
-def _sense_vectors(key: tuple, _ckpt: Checkpoint, _bank: nv.SentenceBank) -> list[nv.SenseVectors]:
+def _sense_vectors(key: ModelKey, _ckpt: Checkpoint, _bank: nv.SentenceBank) -> list[nv.SenseVectors]:
     return nv.sense_vectors(_ckpt.model, _ckpt.tokenizer, _bank)  # once per model: every k reads them
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _precision(key: tuple, k: int, _sets: list[nv.SenseVectors]):
+def _precision(key: ModelKey, k: int, _sets: list[nv.SenseVectors]):
     return nv.precision_at_k(_sets, k)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def _anisotropy(key: tuple, _bank: nv.SentenceBank):
+def _anisotropy(key: ModelKey, _bank: nv.SentenceBank):
     return nv.anisotropy(_bank)
 
 

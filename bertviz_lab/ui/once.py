@@ -1,8 +1,9 @@
 """Work done once for every session of the class, and the live progress every session that waits on it sees.
 
 Some answers are the same for everyone and take seconds: the Lesson's tiny training run (per seed) and its linear
-probes (per model and task), the Representations page's sentence bank (per model). The caller keeps one `Once` per
-key in `st.cache_resource`; the first session that asks starts the work in a daemon thread of its own, so the work
+probes (per model and task), the Representations page's sentence bank (per model). Each kind of such work is one
+module-level `Slots` (its name, how many keys it keeps); `follow(slots.slot(key), work, draw)` is the one way a
+page asks for it. The first session that asks starts the work in a daemon thread of its own, so the work
 outlives the script that started it (a user who navigates away stops their script, not the run). Every session that
 asks while it runs follows the same progress (`follow`: what the work last reported, redrawn every POLL_S seconds);
 one that asks afterwards gets the result at once. Work that fails hands every session that followed it the same
@@ -14,7 +15,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -82,6 +84,33 @@ class Once(Generic[T]):
         """Whether a finished result is there to read (a test waits on it; a page just calls `follow`)."""
         job = self._job
         return job is not None and job.done.is_set() and job.error is None
+
+
+class Slots(Generic[T]):
+    """The slots of one kind of shared work, one per key (what decides its result: the model, the seed, the task),
+    kept for every session of the process. The `keep` keys asked for last are kept; an older one's slot is dropped
+    with its result (a sentence bank can be 190 MB), and an attempt still running finishes for those following it."""
+
+    def __init__(self, name: str, keep: int):
+        self.name, self.keep = name, keep  # name: what the work is, as an error names it
+        self._lock = threading.Lock()
+        self._slots: OrderedDict[Hashable, Once[T]] = OrderedDict()
+
+    def slot(self, key: Hashable) -> Once[T]:
+        """The one slot for `key`: the same object for every session that asks."""
+        with self._lock:
+            if key in self._slots:
+                self._slots.move_to_end(key)
+            else:
+                self._slots[key] = Once(self.name)
+                while len(self._slots) > self.keep:
+                    self._slots.popitem(last=False)
+            return self._slots[key]
+
+    def clear(self) -> None:
+        """Forget every slot: the next ask starts the work again (tests start from nothing)."""
+        with self._lock:
+            self._slots.clear()
 
 
 def follow(slot: Once[T], work: Callable[[Report], T], draw: Callable[[Any], None], first: Any = None) -> T:

@@ -1,6 +1,6 @@
 """The Representations page's first and third tabs: one word in many sentences, and the logit lens.
 
-Each computation is cached per (model, device, input) and shared by every session, so a redraw after an
+Each computation is cached per model (`model_key`) and input, shared by every session, so a redraw after an
 edit runs one small forward pass at most; a tab that is not open computes nothing (the page asks).
 """
 
@@ -17,7 +17,7 @@ from bertviz_lab.corpus.senses import SENSE_SETS, examples
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import representations as figs
 from bertviz_lab.ui import state
-from bertviz_lab.ui.models import device_name
+from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Representations as K
 from bertviz_lab.ui.tables import numbers, table_height
 from bertviz_lab.ui.widgets import MAX_CHARS, chart, plain
@@ -28,11 +28,6 @@ from bertviz_lab.views.words import MAX_WORD_CHARS
 
 OWN = "your own sentences"
 BAR = "|"  # "money | i went to the bank ." : a sense, then the sentence
-
-
-def model_key(ckpt: Checkpoint) -> tuple[str, str]:
-    """What a cached result depends on besides its input: the model's folder and the device."""
-    return str(ckpt.path), device_name()
 
 
 # --- Same word, different contexts ---------------------------------------------------------------------
@@ -64,7 +59,7 @@ class Contexts:
 
 
 @st.cache_resource(max_entries=16, show_spinner="Reading the word's vectors in every sentence…")  # shown past 0.5 s
-def contexts(key: tuple, word: str, text: str, _ckpt: Checkpoint) -> Contexts:
+def contexts(key: ModelKey, word: str, text: str, _ckpt: Checkpoint) -> Contexts:
     sentences, senses = parse_lines(text)
     wic = rv.word_in_context(_ckpt.model, _ckpt.tokenizer, word, sentences)
     sims = rv.cosines(wic.vectors)
@@ -185,7 +180,7 @@ def _verdict(found: Contexts, layer: int) -> None:
 
 # --- The logit lens --------------------------------------------------------------------------------------
 @st.cache_resource(max_entries=16, show_spinner=False)
-def lens(key: tuple, ids: tuple[int, ...], _ckpt: Checkpoint, _encoding) -> rv.Lens:
+def lens(key: ModelKey, ids: tuple[int, ...], _ckpt: Checkpoint, _encoding) -> rv.Lens:
     return rv.logit_lens(_ckpt.model, _encoding, _ckpt.tokenizer.mask_id)
 
 

@@ -2,7 +2,8 @@
 what BERT returns, and proof from the model's own numbers that padding changes nothing.
 
 `shapes_tab(ckpt)` draws the whole tab. The random model is built once per config and the forward
-pass once per input (`st.cache_resource`, shared by every session), so a redraw only reads them.
+pass once per model (`model_key`) and input (`st.cache_resource`, shared by every session), so a redraw only
+reads them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import shapes as figs
 from bertviz_lab.ui import state
+from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Shapes as K  # this tab's session-state keys
 from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import shapes as vs
@@ -32,12 +34,10 @@ SIZE_INPUTS = (  # (key, BertConfig field, step of the + / - buttons, what it me
 
 
 @dataclass(frozen=True)
-class Setup:
-    """What one forward pass depends on; hashable, so it keys the cache (the checkpoint goes beside it)."""
-    path: str  # the active model's folder: its tokenizer, and its weights when config is None
-    device: str
+class Inputs:
+    """What the learner chose to run, besides the active model (whose tokenizer reads the sentences)."""
     lines: tuple[str, ...] | None  # the sentences; None: seed 002's batch
-    config: BertConfig | None  # the random model's config; None: the active model
+    config: BertConfig | None  # the random model's config; None: the active model's weights
 
 
 @st.cache_resource(max_entries=4, show_spinner="Building a random BERT…")
@@ -46,9 +46,9 @@ def random_model(config: BertConfig) -> BertForPreTraining:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def shapes_view(setup: Setup, row: int, _ckpt: Checkpoint) -> vs.ShapesView:
-    model = _ckpt.model if setup.config is None else random_model(setup.config)
-    padded = vs.seed002_batch() if setup.lines is None else vs.text_batch(_ckpt.tokenizer, model, list(setup.lines))
+def shapes_view(key: ModelKey, inputs: Inputs, row: int, _ckpt: Checkpoint) -> vs.ShapesView:
+    model = _ckpt.model if inputs.config is None else random_model(inputs.config)
+    padded = vs.seed002_batch() if inputs.lines is None else vs.text_batch(_ckpt.tokenizer, model, list(inputs.lines))
     return vs.shapes_of(model, padded, row)
 
 
@@ -59,7 +59,7 @@ def _sizes() -> dict[str, int]:
             for col, (key, field, step, meaning) in zip(cols, SIZE_INPUTS)}
 
 
-def _inputs(ckpt: Checkpoint) -> tuple[Setup | None, list[str]]:
+def _inputs(ckpt: Checkpoint) -> tuple[Inputs | None, list[str]]:
     """Draw the input and model widgets: what to run, or None and why not (each bad sentence or size)."""
     state.init(K.SOURCE, K.TEXT, K.MODEL, *(key for key, *_ in SIZE_INPUTS))
     state.keep(*K.INPUTS)  # the text box is not drawn for seed 002's batch: its edits stay
@@ -96,8 +96,7 @@ def _inputs(ckpt: Checkpoint) -> tuple[Setup | None, list[str]]:
                    f"{c.vocab_size:,}. Choose the random BERT to change the sizes.")
     if errors:
         return None, errors
-    device = str(next(ckpt.model.parameters()).device)
-    return Setup(str(ckpt.path), device, lines, config), []
+    return Inputs(lines, config), []
 
 
 def _batch(view: vs.ShapesView) -> None:
@@ -175,19 +174,19 @@ def shapes_tab(ckpt: Checkpoint) -> None:
     st.caption("Sentences of different lengths go through BERT together, as one batch: the shorter ones are "
                "padded with a pad token ([PAD] in BERT), and the attention_mask tells the model to ignore the "
                "padding. Every shape and number below is read from one forward pass of a real model.")
-    setup, errors = _inputs(ckpt)
+    inputs, errors = _inputs(ckpt)
     for message in errors:
         st.warning(plain(message))
-    if setup is None:
+    if inputs is None:
         return
-    config = setup.config or ckpt.config
-    B = 2 if setup.lines is None else len(setup.lines)
+    config = inputs.config or ckpt.config
+    B = 2 if inputs.lines is None else len(inputs.lines)
     for key, options in ((K.ROW, range(B)), (K.LAYER, range(config.num_hidden_layers)),
                          (K.HEAD, range(config.num_attention_heads))):
         state.keep_valid(key, options)  # fewer sentences, layers or heads than the remembered choice
         state.init(key)
     try:
-        view = shapes_view(setup, state.get(K.ROW), ckpt)
+        view = shapes_view(model_key(ckpt), inputs, state.get(K.ROW), ckpt)
     except InputError as exc:  # a sentence longer than the model reads
         st.warning(plain(str(exc)))
         return

@@ -13,7 +13,8 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from bertviz_lab.ui import classroom, state
+from bertviz_lab import classroom
+from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Classroom
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # as urlsplit().hostname gives them: IPv6 without brackets

@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 from bertviz_lab.views import finetune as vf
+from bertviz_lab.views import forms
 from bertviz_lab.views import lesson as vl
 from bertviz_lab.views import onehot, probe
 from bertviz_lab.views import pretrain as vp
@@ -222,56 +223,55 @@ class Worked:
     INPUTS = (ATTN_TOKENS, ATTN_SCORES, ATTN_KIND, ATTN_D_HEAD, MLM_WORDS, MLM_LOGITS, MLM_TRUE, ONEHOT_QUERY, ONEHOT_VERSION)
 
 
+class RunKeys:
+    """The keys of a run page's picker, live panel and buttons (ui/runs.py), named by page: "pretrain.run", ..."""
+    def __init__(self, page: str):
+        def key(name: str, default=None, check=None) -> Key:
+            return Key(f"{page}.{name}", default, check)
+        self.run, self.selected = key("run", None, one_of), key("selected")  # the run shown; kept while not drawn
+        self.watching = key("watching", False)  # the live panel refreshes itself
+        self.stop, self.use, self.resume = key("stop"), key("use"), key("resume")
+        self.delete = key("delete")  # asks first: the run named in `confirm` gets Delete / Cancel buttons
+        self.confirm = key("confirm_delete")  # the name of the run whose deletion awaits confirmation
+        self.delete_yes, self.delete_no = key("delete_yes"), key("delete_no")
+        self.notice = key("notice")  # a Stop/Resume/Delete refusal, shown once on the next run of the page
+        self.compare = key("compare", (), some_of)  # runs overlaid on shared axes
+
+
+class FormKeys:
+    """The keys of a new-run form (views/forms.py, drawn by ui/forms.py): one per field, "<page>.<field>" at its
+    default (a choice's check keeps it among the options offered now); the page's other inputs kept with them;
+    and `saved`, their values (key name -> value) restored after a visit to another page."""
+    def __init__(self, page: str, form: forms.Form, *others: Key):
+        self.form, self.others, self.saved = form, others, Key(f"{page}.saved", {})
+        self.fields = {f.name: Key(f"{page}.{f.name}", f.default, one_of if f.kind in forms.CHOICES else None)
+                       for f in form.fields}
+
+    def __getitem__(self, name: str) -> Key:
+        return self.fields[name]
+
+
 class Pretrain:
     CORPUS_KIND = Key("pretrain.corpus_kind", "builtin")
-    UPLOAD = Key("pretrain.upload")
-    PASTE = Key("pretrain.paste", "")
-    PRESET = Key("pretrain.preset", vp.DEFAULTS.preset)
-    FORM = {name: Key(f"pretrain.{name}", vp.field_default(name)) for name in vp.FIELDS}  # the number inputs
-    NSP = Key("pretrain.nsp", vp.DEFAULTS.nsp)
-    RANDOM_TOKENS = Key("pretrain.random_tokens", vp.DEFAULTS.random_tokens)
-    DEVICE = Key("pretrain.device", vp.DEFAULTS.device)
-    PRECISION = Key("pretrain.precision", vp.DEFAULTS.precision)
-    NAME = Key("pretrain.name", "")
+    UPLOAD, PASTE = Key("pretrain.upload"), Key("pretrain.paste", "")
+    FORM = FormKeys("pretrain", vp.FORM, CORPUS_KIND, PASTE)  # the new-run form and where its text comes from
     START = Key("pretrain.start")
-    RUN = Key("pretrain.run", None, one_of)  # the run shown in the live panel
-    SELECTED = Key("pretrain.selected")  # RUN's last value, kept while the picker is not drawn
-    WATCHING = Key("pretrain.watching", False)  # the live panel refreshes itself
-    STOP, USE, RESUME = Key("pretrain.stop"), Key("pretrain.use"), Key("pretrain.resume")
-    DELETE = Key("pretrain.delete")  # asks first: the run named in CONFIRM gets Delete / Cancel buttons
-    CONFIRM = Key("pretrain.confirm_delete")  # the name of the run whose deletion awaits confirmation
-    DELETE_YES, DELETE_NO = Key("pretrain.delete_yes"), Key("pretrain.delete_no")
-    NOTICE = Key("pretrain.notice")  # a Stop/Resume/Delete refusal, shown once on the next run of the page
+    RUNS = RunKeys("pretrain")
     PROBE = Key("pretrain.probe", probe.DEFAULT_SENTENCE)
-    LAYER = Key("pretrain.layer", 0, one_of)
-    HEAD = Key("pretrain.head", 0, one_of)
-    COMPARE = Key("pretrain.compare", (), some_of)  # runs overlaid on shared axes
-    SAVED = Key("pretrain.saved", {})  # the form's values (key name -> value): restored after another page
+    LAYER, HEAD = Key("pretrain.layer", 0, one_of), Key("pretrain.head", 0, one_of)  # the probe's heatmap
 
 
 class Finetune:
     TASK = Key("finetune.task", "coherence")  # a built-in task, or CSV (the learner's file)
     UPLOAD = Key("finetune.upload")
-    START = Key("finetune.start", None, one_of)  # the starting point's label (views.finetune.Start)
-    WEIGHTS = Key("finetune.weights", "pretrained")  # or "random": the same shape, no pretraining
-    MODE = Key("finetune.mode", "full")  # or "probe": the classifier alone (freeze_encoder)
-    FORM = {name: Key(f"finetune.{name}", vf.DEFAULTS[name]) for name in vf.FIELDS}  # steps, lr, batch_size, seed
-    NAME = Key("finetune.name", "")
+    FORM = FormKeys("finetune", vf.FORM, TASK)  # start (a views.finetune.Start's label), weights, mode, numbers
     GO = Key("finetune.go")
-    RUN = Key("finetune.run", None, one_of)  # the run shown
-    SELECTED = Key("finetune.selected")  # RUN's last value, kept while the picker is not drawn
-    WATCHING = Key("finetune.watching", False)  # the live panel refreshes itself
-    STOP, USE, RESUME = Key("finetune.stop"), Key("finetune.use"), Key("finetune.resume")
-    DELETE = Key("finetune.delete")  # asks first: the run named in CONFIRM gets Delete / Cancel buttons
-    CONFIRM = Key("finetune.confirm_delete")
-    DELETE_YES, DELETE_NO = Key("finetune.delete_yes"), Key("finetune.delete_no")
-    NOTICE = Key("finetune.notice")  # a Stop/Resume/Delete refusal, shown once on the next run of the page
-    COMPARE = Key("finetune.compare", (), some_of)  # runs overlaid on shared axes
+    RUNS = RunKeys("finetune")
     TAB = Key("finetune.tab", None, one_of)  # the open tab of the chosen run's results; None: the first
     TEXT, TEXT_B = Key("finetune.text"), Key("finetune.text_b")  # "Try it": None until set from a dev example
     TRY_RUN = Key("finetune.try_run")  # the run whose example filled TEXT
-    SAVED = Key("finetune.saved", {})  # the form's values (key name -> value): restored after another page
     DEMO = Key("finetune.demo")  # the "Class demo settings" button
+
 
 class TimeLapse:
     SOURCE = Key("lapse.source", None, one_of)  # the history shown: a shipped model's name, or "run NAME"

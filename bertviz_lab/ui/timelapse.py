@@ -10,6 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from bertviz_lab import metrics
 from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
 from bertviz_lab.figures import timelapse as tfig
 from bertviz_lab.figures import token_labels
@@ -18,13 +19,14 @@ from bertviz_lab.figures.attention import attention_grid, attention_heatmap
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.errors import CheckpointError, InputError
 from bertviz_lab.pretrain import runs, snapshots
-from bertviz_lab.pretrain.heads import ROLE_NAMES
+from bertviz_lab.pretrain.head_roles import ROLE_NAMES
 from bertviz_lab.ui import state, yours
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import TimeLapse as K
 from bertviz_lab.ui.tables import numbers, percents
 from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import timelapse as vt
+from bertviz_lab.views.timelapse_frames import ProbeAt
 
 PLAY_S = 1.2  # seconds per frame while playing
 ALL_HEADS, ONE_HEAD = "All heads", "One head"
@@ -122,7 +124,7 @@ def controls(lapse: vt.TimeLapse) -> None:
     state.keep_valid(K.PROBE, lapse.texts + own)
     state.keep_valid(K.LAYER, range(L))
     state.keep_valid(K.HEAD, range(H))
-    state.keep_valid(K.ROLE, list(lapse.frames[-1]["roles"]))
+    state.keep_valid(K.ROLE, list(lapse.frames[-1].roles))
     cols = st.columns([5, 3, 1, 1, 3])
     cols[0].selectbox("Probe sentence", lapse.texts + own, key=K.PROBE.name,
                       format_func=lambda t: f"yours: {t}" if t in own else t)
@@ -131,7 +133,7 @@ def controls(lapse: vt.TimeLapse) -> None:
     cols[2].selectbox("Layer", range(L), key=K.LAYER.name, disabled=not one)
     cols[3].selectbox("Head", range(H), key=K.HEAD.name, disabled=not one)
     twins = vt.twins(lapse.frames[-1])
-    cols[4].selectbox("Role", list(lapse.frames[-1]["roles"]), key=K.ROLE.name,
+    cols[4].selectbox("Role", list(lapse.frames[-1].roles), key=K.ROLE.name,
                       format_func=lambda r: f"{r}: to {ROLE_NAMES.get(r, r)}" + (
                           f" (here: the {ROLE_NAMES[twins[r]]})" if r in twins else ""))
     if not _runnable(lapse):
@@ -152,11 +154,11 @@ def _checkpoint(folder: str, stamp: int) -> Checkpoint:
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
-def _own_probe(folder: str, stamp: int, text: str) -> dict:
+def _own_probe(folder: str, stamp: int, text: str) -> ProbeAt:
     return vt.own_probe(_checkpoint(folder, stamp), text)
 
 
-def own_frames(lapse: vt.TimeLapse, text: str) -> tuple[dict[int, dict], str]:
+def own_frames(lapse: vt.TimeLapse, text: str) -> tuple[dict[int, ProbeAt], str]:
     """The learner's sentence at every step with a kept checkpoint (each cached), or why not."""
     out = {}
     for step, folder in _runnable(lapse).items():
@@ -169,7 +171,7 @@ def own_frames(lapse: vt.TimeLapse, text: str) -> tuple[dict[int, dict], str]:
     return out, "" if out else "None of this run's checkpoints can be read right now."
 
 
-def _probes(lapse: vt.TimeLapse) -> dict[int, dict]:
+def _probes(lapse: vt.TimeLapse) -> dict[int, ProbeAt]:
     """step -> the chosen probe at that step: a fixed probe at every frame, the learner's at the kept checkpoints."""
     chosen = state.get(K.PROBE)
     if chosen in _own_texts(lapse):
@@ -180,7 +182,7 @@ def _probes(lapse: vt.TimeLapse) -> dict[int, dict]:
                            f"steps only ({', '.join(f'{s:,}' for s in found)}).")
             return found
         st.warning(plain(why) + " Showing the first probe sentence.")
-    return {f["step"]: vt.probe(f, chosen) or f["probes"][0] for f in lapse.frames}
+    return {f.step: vt.probe(f, chosen) or f.probes[0] for f in lapse.frames}
 
 
 def _toggle(last: int) -> None:
@@ -201,7 +203,7 @@ def player(lapse: vt.TimeLapse) -> None:
     st.fragment(run_every=PLAY_S if playing else None)(_frame)(lapse, probes, playing)
 
 
-def _frame(lapse: vt.TimeLapse, probes: dict[int, dict], playing: bool) -> None:
+def _frame(lapse: vt.TimeLapse, probes: dict[int, ProbeAt], playing: bool) -> None:
     steps = sorted(probes)
     if state.get(K.STEP) not in steps:
         state.put(K.STEP, steps[0] if playing else steps[-1])
@@ -216,22 +218,22 @@ def _frame(lapse: vt.TimeLapse, probes: dict[int, dict], playing: bool) -> None:
     frame, probe = lapse.frames[index], probes[step]
     _caption(lapse, step)
     left, right = st.columns([3, 2])
-    labels = token_labels(probe["tokens"])
+    labels = token_labels(probe.tokens)
     if state.get(K.VIEW) == ONE_HEAD:
         layer, head = state.get(K.LAYER), state.get(K.HEAD)
-        fig = attention_heatmap(probe["attention"][layer, head], labels, labels,
+        fig = attention_heatmap(probe.attention[layer, head], labels, labels,
                                 f"Layer {layer} · head {head} · step {step:,}", height=520)
     else:
-        fig = attention_grid(probe["attention"], labels, labels, title=f"Every head at step {step:,}")
+        fig = attention_grid(probe.attention, labels, labels, title=f"Every head at step {step:,}")
     chart(fig, f"timelapse_{step}", left, key="lapse.attention")
-    _guesses(probe, step, max((p for pr in probes.values() for _, p in pr["top"]), default=0.0), right)
+    _guesses(probe, step, max((p for pr in probes.values() for _, p in pr.top), default=0.0), right)
     curves = figs.Curves(lapse.train, lapse.eval)
     if not lapse.eval.empty or not lapse.train.empty:
         chart(tfig.mark_step(figs.loss_curves({lapse.name: curves}, "mlm"), step), f"timelapse_{step}_loss", right,
               key="lapse.loss")
     left, right = st.columns([3, 2])
     role = state.get(K.ROLE) or "previous"
-    chance = frame["chance"].get(role)
+    chance = frame.chance.get(role)
     chart(tfig.role_lines(lapse.steps, vt.role_series(lapse, role), role, index,
                           f"Each head's score for {ROLE_NAMES.get(role, role)}", chance), f"timelapse_roles_{role}",
           left, key="lapse.roles")
@@ -240,25 +242,25 @@ def _frame(lapse: vt.TimeLapse, probes: dict[int, dict], playing: bool) -> None:
                      f"sentence's length); a head plays the role only well above it ({vt.CLEAR:g} times or more in "
                      "the table below). One point per checkpoint, evenly spaced: the steps are not to scale."
                      + (f" {vt.twins_note(frame)}" if role in vt.twins(frame) else ""))
-    if frame["words"]:
+    if frame.words:
         xy = vt.positions(lapse)[index]
-        labels, written = map_labels(frame["words"], frame["groups"], probe["tokens"])
-        chart(tfig.word_map(xy, frame["words"], frame["groups"], f"Word embeddings at step {step:,}",
+        labels, written = map_labels(frame.words, frame.groups, probe.tokens)
+        chart(tfig.word_map(xy, frame.words, frame.groups, f"Word embeddings at step {step:,}",
                             labelled=set(labels)), f"timelapse_{step}_words", right, key="lapse.words")
-        right.caption(word_map_note(len(frame["words"]), frame["explained"], written))
+        right.caption(word_map_note(len(frame.words), frame.explained, written))
 
 
-def _guesses(probe: dict, step: int, highest: float, where) -> None:
+def _guesses(probe: ProbeAt, step: int, highest: float, where) -> None:
     """The top guesses at [MASK] on one probability scale for every step (`highest`: over all of them)."""
-    if not probe["top"]:
+    if not probe.top:
         where.info("Write [MASK] in your sentence where the model should guess, to see its guesses at every step.")
         return
-    title = f"Guesses for [MASK] (true: {probe['masked']})" if probe["masked"] else "Guesses for [MASK]"
-    fig = prediction_bars([{"token": t, "probability": p} for t, p in probe["top"]], title)
+    title = f"Guesses for [MASK] (true: {probe.masked})" if probe.masked else "Guesses for [MASK]"
+    fig = prediction_bars([{"token": t, "probability": p} for t, p in probe.top], title)
     chart(tfig.fixed_probability_axis(fig, highest), f"timelapse_{step}_guesses", where, key="lapse.top")
-    words = probe["text"].split()
-    if probe["masked"] in words:
-        words[words.index(probe["masked"])] = "[MASK]"
+    words = probe.text.split()
+    if probe.masked in words:
+        words[words.index(probe.masked)] = "[MASK]"
     where.caption(plain(" ".join(words)))
 
 
@@ -288,7 +290,7 @@ def word_map_note(words: int, explained: float, written: str) -> str:
 
 def _caption(lapse: vt.TimeLapse, step: int) -> None:
     held = lapse.eval[lapse.eval["step"] <= step] if not lapse.eval.empty else lapse.eval
-    loss = f" · held-out MLM loss {held.iloc[-1]['mlm_loss']:.3f}" if not held.empty else ""
+    loss = f" · held-out MLM loss {metrics.row(held, -1).loss:.3f}" if not held.empty else ""
     total = int(lapse.train["step"].max()) if not lapse.train.empty else lapse.steps[-1]
     st.caption(f"Frame {lapse.steps.index(step) + 1} of {len(lapse.steps)} · step {step:,} of {total:,}{loss}")
 

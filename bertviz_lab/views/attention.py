@@ -23,6 +23,7 @@ from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import token_labels
+from bertviz_lab.head_id import HeadId
 from bertviz_lab.views import inputs, predict
 
 BLOCKS = ("all", "A→B", "B→A")  # which queries (rows) and keys (columns) to show for a pair
@@ -175,8 +176,8 @@ def strongest_key(view: AttentionView, layer: int, head: int, query: int) -> int
 
 
 def head_names(num_layers: int, num_heads: int) -> list[str]:
-    """'L0 H0', 'L0 H1', ...: the names the head switch lists (counted from 0, like the code)."""
-    return [f"L{layer} H{head}" for layer in range(num_layers) for head in range(num_heads)]
+    """'L0 H0', 'L0 H1', ...: the names the head switch lists (counted from 0, like the code; see `HeadId`)."""
+    return [str(head) for head in HeadId.every(num_layers, num_heads)]
 
 
 def head_mask(off: list[str], num_layers: int, num_heads: int) -> torch.Tensor | None:
@@ -185,9 +186,7 @@ def head_mask(off: list[str], num_layers: int, num_heads: int) -> torch.Tensor |
     chosen = [names.index(name) for name in off if name in names]
     if not chosen:
         return None
-    mask = torch.ones(num_layers * num_heads)
-    mask[chosen] = 0.0
-    return mask.reshape(num_layers, num_heads)
+    return torch.ones(num_layers * num_heads).index_fill_(0, torch.tensor(chosen), 0.0).reshape(num_layers, num_heads)
 
 
 def mean_over_heads(view: AttentionView) -> np.ndarray:

@@ -2,8 +2,8 @@
 
 `classify` runs a fine-tuned checkpoint on a sentence (or a pair): class probabilities for a
 sequence head, one row of tag probabilities per token for a token head (`word_tags`: one per word).
-Also here: a run's one-line description, the models a run may start from, and the new-run form's
-values as a validated FinetuneConfig (with the learner's CSV checked before it is saved).
+Also here: a run's one-line description, the models a run may start from, and the new-run form (`FORM`,
+described once: views/forms.py) with its values as a validated FinetuneConfig (the learner's CSV checked first).
 The dev-set evaluation and the before/after picture are in `views/finetune_dev.py`.
 """
 
@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from safetensors import safe_open
 
-from bertviz_lab import atomic, files
+from bertviz_lab import atomic, files, metrics
 from bertviz_lab.bert.checkpoint import CARD_FILE, SAFETENSORS
 from bertviz_lab.bert.classifier import TOKEN, BertClassifier
 from bertviz_lab.bert.config import PRESET_SHAPES
@@ -31,7 +31,7 @@ from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.tasks import O_TAG, PAIR, Example, Task
 from bertviz_lab.pretrain import runs
-from bertviz_lab.views import inputs
+from bertviz_lab.views import forms, inputs
 
 
 @dataclass(frozen=True)
@@ -189,18 +189,33 @@ def _nsp(path: Path, key: str) -> bool | None:
 
 # --- The new-run form ---------------------------------------------------------------------------------
 DEFAULTS = {f.name: f.default for f in fields(FinetuneConfig)}
-FIELDS = {"steps": ("Steps", "Optimizer steps (each one batch of training examples)."),
-          "lr": ("Learning rate", "Peak AdamW learning rate, after a short warmup; decays to 0."),
-          "batch_size": ("Batch size", "Training examples per step."),
-          "seed": ("Seed", "The classifier's random start and the order of the examples.")}
+# The form under the task: where to start and how (a row of three), the numbers (five a row), the run's name.
+# Start from's options are the models found when the page draws it (`starting_points`).
+FORM = forms.Form((forms.Grid("start", (3, 3, 2)), forms.Grid("numbers", 5), forms.Grid("name", 5)), (
+    forms.choice("start", "Start from", None, grid="start",
+                 help="A shipped model or a pretraining run's latest checkpoint (Pretrain live)."),
+    forms.choice("weights", "Weights", WEIGHTS, "pretrained", radio=True, grid="start",
+                 help="Random: the same shape without pretraining, to see what pretraining is worth."),
+    forms.choice("mode", "Train", MODES, "full", radio=True, grid="start",
+                 help="Full fine-tuning updates every weight; a linear probe trains the classifier alone on the frozen "
+                      "encoder's vectors."),
+    forms.whole("steps", "Steps", "Optimizer steps (each one batch of training examples).", DEFAULTS["steps"],
+                grid="numbers"),
+    forms.decimal("lr", "Learning rate", "Peak AdamW learning rate, after a short warmup; decays to 0.",
+                  DEFAULTS["lr"], step=1e-5, format="%.5f", grid="numbers"),
+    forms.whole("batch_size", "Batch size", "Training examples per step.", DEFAULTS["batch_size"], grid="numbers"),
+    forms.whole("seed", "Seed", "The classifier's random start and the order of the examples.", DEFAULTS["seed"],
+                grid="numbers"),
+    forms.text("name", "Run name (optional)", placeholder="finetune-date-time", grid="name"),
+))
 # The class demo: the form's defaults but 60 steps. The default task (coherence) from the shipped bertviz-mini, measured
 # 2026-11-25 with `python -m bertviz_lab finetune --task coherence --from checkpoints/bertviz-mini --steps 60` on 2 CPU
 # cores that three other jobs were loading: 22.6, 31.1 and 44.8 s of wall time (median 31 s), 89.2% dev accuracy in
 # each (seed 0), from 24.0% at step 0.
-CLASS_DEMO = {**{name: DEFAULTS[name] for name in FIELDS}, "steps": 60}
+CLASS_DEMO = {**{f.name: f.default for f in FORM.numbers}, "steps": 60}
 CLASS_DEMO_HELP = ("The form's defaults with 60 steps, from the shipped model: the default task trained in 23 to 45 s "
                    "on 2 busy CPU cores when measured, to 89% dev accuracy. Larger models take longer.")
-LABELS = {**{name: label for name, (label, _) in FIELDS.items()}, "task": "Task", "data": "CSV file",
+LABELS = {**FORM.labels(FORM.numbers), "task": "Task", "data": "CSV file",
           "checkpoint": "Starting point", "scratch": "Starting point", "seq_len": "Starting point"}
 
 
@@ -250,10 +265,9 @@ def explain(exc: Exception) -> str:
 
 def form_config(values: dict, start: Start, weights: str = "pretrained", mode: str = "full", task: str = "",
                 data: str = "") -> FinetuneConfig:
-    """A validated FinetuneConfig from the form: values holds steps, lr, batch_size and seed (number inputs
-    give floats; whole ones become ints). weights "random": a model of start's shape from scratch."""
-    numbers = {name: int(v) if name != "lr" and isinstance(v, float) and v.is_integer() else v
-               for name, v in values.items()}
+    """A validated FinetuneConfig from the form: values holds its numbers (steps, lr, batch_size and seed; number
+    inputs give floats, whole ones become ints). weights "random": a model of start's shape from scratch."""
+    numbers = FORM.typed(values)
     seq_len = min(DEFAULTS["seq_len"], start.positions)
     where = (dict(checkpoint=start.checkpoint) if weights == "pretrained" else
              dict(scratch="tiny", layers=start.layers, heads=start.heads, hidden=start.hidden))
@@ -314,9 +328,8 @@ def run_rows(all_runs: list[runs.RunInfo], curves_of) -> pd.DataFrame:
     rows = []
     for run in all_runs:
         held = curves_of(run.path).eval
-        last = held.iloc[-1] if not held.empty else {}
         rows.append({"run": run.name, "status": run.status, "steps": f"{run.step:,} / {run.total_steps:,}",
-                     "dev accuracy": last.get("dev_acc"),
+                     "dev accuracy": metrics.row(held, -1).acc if not held.empty else None,
                      "settings": run.message if run.status == runs.UNREADABLE else describe(run.config),
                      "started by": run.started_by,
                      "started": datetime.datetime.fromtimestamp(run.created) if run.created else None})

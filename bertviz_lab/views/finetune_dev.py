@@ -26,6 +26,7 @@ import torch
 
 from bertviz_lab.bert.classifier import BertClassifier
 from bertviz_lab.bert.losses import IGNORE_INDEX
+from bertviz_lab.bert.rng import global_rng
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import EVAL_BATCH, Encoded, FineTuner, word_labels
@@ -33,7 +34,6 @@ from bertviz_lab.finetune.tasks import PAIR, TOKEN, Example, Task
 from bertviz_lab.pretrain.config import max_threads
 from bertviz_lab.views.finetune import NO_NSP, RANDOM, WITH_NSP
 from bertviz_lab.views.representations import projection
-from bertviz_lab.views.shapes import global_rng
 
 MAX_DEV = 2_000  # dev examples read at most (a built-in task has 400)
 MAX_WORDS = 600  # word vectors in the picture of a token task (a built-in dev set has ~5,000 words)

@@ -3,7 +3,8 @@
 `encode` tokenizes to fit the model, `run` is one eval-mode forward pass (no grad) on
 one encoding, and the rest turns tokens back into what a person typed: the words
 (with their token positions, for the clickable pills), whole-word masking of chosen
-words, and tokens joined back into a readable sentence. Every page's view starts here.
+words, and tokens joined back into a readable sentence (a repeated word's label numbered with `subscript`).
+Every page's view starts here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from bertviz_lab.bert.model import BertForPreTraining, BertOutput
 from bertviz_lab.bert.tokenizer import MASK, SEP, Encoding, WordPieceTokenizer
 from bertviz_lab.errors import InputError
 
-_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")  # see `subscript`
 _JOINERS = "\u200c\u200d"  # zero-width non-joiner and joiner: in emoji sequences, Persian and Indic words
 _SELECTORS = "\ufe0e\ufe0f"  # text and emoji presentation: the red heart emoji is U+2764 U+FE0F
 # Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), first and last of each range: drawn as nothing
@@ -40,6 +41,11 @@ class Word:
     is_mask: bool  # a typed [MASK]
 
 
+def subscript(n: int) -> str:
+    """`n` in subscript digits, as labels write a count: the second "the" is "the₂", the last head of four h₃."""
+    return str(n).translate(_SUBSCRIPTS)
+
+
 def encode(tokenizer: WordPieceTokenizer, model: BertForPreTraining, text_a: str, text_b: str | None = None,
            *, allow_truncation: bool = True) -> Encoding:
     """Tokenize to fit the model; truncation is allowed (and reported) or an error."""
@@ -55,11 +61,11 @@ def encode(tokenizer: WordPieceTokenizer, model: BertForPreTraining, text_a: str
 @torch.no_grad()
 def run(model: BertForPreTraining, encoding: Encoding, *, trace: bool = False, causal: bool = False,
         head_mask: torch.Tensor | None = None, masked_positions: list[int] | None = None,
-        heads: bool = True) -> BertOutput:
+        encoder_only: bool = False) -> BertOutput:
     """One eval-mode forward pass on a single encoded input.
 
     With `masked_positions` (ascending), the MLM head runs only there and `mlm_logits` is (M, V);
-    without `heads`, the encoder and pooler only (hidden states, no logits).
+    with `encoder_only`, the encoder and pooler only (hidden states, no logits).
     """
     device = next(model.parameters()).device
     ids = torch.tensor([encoding.ids], device=device)  # (1, T)
@@ -69,7 +75,7 @@ def run(model: BertForPreTraining, encoding: Encoding, *, trace: bool = False, c
         where = torch.zeros_like(ids, dtype=torch.bool)
         where[0, masked_positions] = True
     model.eval()
-    return model(ids, segments, trace=trace, causal=causal, masked_positions=where, heads=heads,
+    return model(ids, segments, trace=trace, causal=causal, masked_positions=where, encoder_only=encoder_only,
                  head_mask=None if head_mask is None else head_mask.to(device))
 
 
@@ -97,12 +103,12 @@ def pad_batch(encodings: list[Encoding], pad_id: int, device: torch.device | str
 
 
 @torch.no_grad()
-def run_batch(model: BertForPreTraining, batch: Batch, *, trace: bool = False, heads: bool = False) -> BertOutput:
+def run_batch(model: BertForPreTraining, batch: Batch, *, trace: bool = False, encoder_only: bool = True) -> BertOutput:
     """One eval-mode forward pass on a padded batch; [PAD] keys get attention weight 0.
 
-    Without `heads` it is the encoder and pooler only: hidden states, no (B, T, V) logits."""
+    With `encoder_only` (the default) it is the encoder and pooler only: hidden states, no (B, T, V) logits."""
     model.eval()
-    return model(batch.ids, batch.segments, batch.attention_mask, trace=trace, heads=heads)
+    return model(batch.ids, batch.segments, batch.attention_mask, trace=trace, encoder_only=encoder_only)
 
 
 def attention_matrices(output: BertOutput) -> np.ndarray:
@@ -143,7 +149,7 @@ def words(encoding: Encoding, text_a: str, text_b: str | None = None, mask_token
         label, seen = text, 1
         while label in used:  # pills need distinct labels: "the", "the₂"
             seen += 1
-            label = f"{text}{str(seen).translate(_SUBSCRIPTS)}"
+            label = f"{text}{subscript(seen)}"
         used.add(label)
         is_mask = all(encoding.tokens[p] == mask_token for p in positions)
         found.append(Word(index, text, label, tuple(positions), is_mask))

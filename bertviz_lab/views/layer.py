@@ -22,10 +22,10 @@ from bertviz_lab.bert.config import ACTIVATIONS
 from bertviz_lab.bert.activations import ACT_FNS
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.views.attention import AttentionView
+from bertviz_lab.views.inputs import subscript
 
 STEP, EQUATION, SIZE, NORM = "step", "equation", "size", "‖·‖ (L2 norm)"  # the table's first columns
 DIMS_SHOWN = 8  # each vector is shown by its first dimensions; the norm covers all of them
-_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def layer_steps(model: BertForPreTraining, view: AttentionView, layer: int, toke
     g = ACT_FNS[cfg.hidden_act](torch.from_numpy(u)).numpy()
     f = _linear(block.output.dense, g)  # (d,)
     h = _layer_norm(block.output.LayerNorm, a + f)
-    last = str(view.num_heads - 1).translate(_SUBSCRIPTS)
+    last = subscript(view.num_heads - 1)
     act = activation_name(cfg.hidden_act)
     rows = [
         ("input x", "x = H⁽ℓ⁻¹⁾ₜ, the layer's input", "d", x),

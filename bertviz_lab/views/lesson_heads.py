@@ -24,8 +24,9 @@ from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.corpus.probes import PROBES, ProbeSentence
 from bertviz_lab.errors import InputError
-from bertviz_lab.pretrain import heads
-from bertviz_lab.pretrain.heads import CLEAR
+from bertviz_lab.head_id import HeadId
+from bertviz_lab.pretrain import head_roles
+from bertviz_lab.pretrain.head_roles import CLEAR
 from bertviz_lab.views import attention as av
 from bertviz_lab.views.lesson import Question, Quiz, ranked, token_options
 
@@ -70,14 +71,14 @@ class PreviousElsewhere:
     even: float  # the weight attention spread evenly gives the previous token (1/T), mean over the sentences
 
     def note(self, name: str) -> str:
-        layer, head = (int(part[1:]) for part in name.split())
+        shown = HeadId.parse(name)
         top = np.unravel_index(int(np.argmax(self.scores)), self.scores.shape)
-        best = "L{} H{}".format(*top)
+        best = str(HeadId(*top))
         where = ("it is also the head that does it most there" if best == name else
                  f"the head that does it most there is {best} ({self.scores[top]:.1%})")
         return (f"On {self.sentences} other sentences, from the probe set and the pronoun sentences (this one left "
-                f"out), {name} gives the previous token {self.scores[layer, head]:.1%} of each word's attention on "
-                f"average, where even attention gives {self.even:.1%}; {where}.")
+                f"out), {name} gives the previous token {self.scores[shown.layer, shown.head]:.1%} of each word's "
+                f"attention on average, where even attention gives {self.even:.1%}; {where}.")
 
 
 def other_sentences(example: str) -> tuple[str, ...]:
@@ -92,21 +93,21 @@ def previous_elsewhere(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
     encodings = []
     for text in other_sentences(example):
         try:
-            encodings.append(heads.encode(tokenizer, model.config.max_tokens, text))
+            encodings.append(head_roles.encode(tokenizer, model.config.max_tokens, text))
         except InputError:  # longer than this model reads
             continue
     if not encodings:
         return None
-    weights = heads.attention(model, encodings)
-    scores = [heads.positional(w, e.sequence_ids)["previous"] for w, e in zip(weights, encodings)]  # N x (L, H)
+    weights = head_roles.attention(model, encodings)
+    scores = [head_roles.positional(w, e.sequence_ids)["previous"] for w, e in zip(weights, encodings)]  # N x (L, H)
     return PreviousElsewhere(len(encodings), np.mean(scores, axis=0), float(np.mean([1 / len(e) for e in encodings])))
 
 
 def previous_token(view: av.AttentionView, elsewhere: PreviousElsewhere | None = None) -> tuple[Quiz, pd.DataFrame]:
     """On this sentence, which head gives the most of each word's attention to the token just before it
-    (heads.positional)? Under CLEAR times even attention (1/T) no head clearly does it: the step says so and is not
+    (head_roles.positional)? Under CLEAR times even attention (1/T) no head clearly does it: the step says so and is not
     scored. `elsewhere`: the winner's score on other sentences, said beside it."""
-    scores = heads.positional(view.weights, view.sequence_ids)["previous"]  # (L, H)
+    scores = head_roles.positional(view.weights, view.sequence_ids)["previous"]  # (L, H)
     names = av.head_names(view.num_layers, view.num_heads)
     table = pd.DataFrame({"head": names, "score": scores.reshape(-1)}).sort_values("score", ascending=False)
     best, second = table.iloc[0], table.iloc[min(1, len(table) - 1)]
@@ -146,12 +147,12 @@ class PronounHeads:
     @property
     def best(self) -> str:
         """The chosen head as the head picker names it: 'L2 H1'."""
-        return "L{} H{}".format(*self.chosen)
+        return str(HeadId(*self.chosen))
 
     def note(self, layer: int, head: int) -> str:
         """What the class reads beside the example: how the head was chosen and how it does on held-out sentences."""
         held = self.scores[:, layer, head]
-        here = "it" if (layer, head) == self.chosen else f"L{layer} H{head}, the head shown here,"
+        here = "it" if (layer, head) == self.chosen else f"{HeadId(layer, head)}, the head shown here,"
         return (f"On {len(self.chosen_on)} sentences other than this one, {self.best} is the head in which a pronoun "
                 f"gives the noun it stands for the most attention ({self.choosing[self.chosen]:.2f} on average). On "
                 f"{len(self.held_out)} held-out sentences, which had no say in that choice, {here} gives the noun "
@@ -172,14 +173,14 @@ def pronoun_heads(model: BertForPreTraining, tokenizer: WordPieceTokenizer, exam
         if words(sentence.text) == words(example):
             continue
         try:
-            encodings.append(heads.encode(tokenizer, model.config.max_tokens, sentence.text))
+            encodings.append(head_roles.encode(tokenizer, model.config.max_tokens, sentence.text))
         except InputError:  # longer than this model reads
             continue
         pool.append(sentence)
     if len(pool) < 2:
         return None
-    weights = heads.attention(model, encodings)
-    per_sentence = np.stack([heads.linked(w, e, p)[ROLE] for w, e, p in zip(weights, encodings, pool)])  # (N, L, H)
+    weights = head_roles.attention(model, encodings)
+    per_sentence = np.stack([head_roles.linked(w, e, p)[ROLE] for w, e, p in zip(weights, encodings, pool)])  # (N, L, H)
     even = [sum(w == p.links[ROLE][0][1] for w in e.word_ids) / len(e.ids) for e, p in zip(encodings, pool)]
     return PronounHeads(tuple(p.text for p in pool[0::2]), tuple(p.text for p in pool[1::2]),
                         per_sentence[0::2].mean(axis=0), per_sentence[1::2], float(np.mean(even[1::2])))
@@ -191,7 +192,7 @@ def strongest_key(view: av.AttentionView, layer: int, head: int, query: int) -> 
     options = token_options(view.tokens)
     best = av.strongest_key(view, layer, head, query)
     row = steps.iloc[best]
-    return (ranked(Question(f"In head L{layer} H{head}, which token gets the largest weight from "
+    return (ranked(Question(f"In head {HeadId(layer, head)}, which token gets the largest weight from "
                             f"“{view.tokens[query]}”?", tuple(options)),
                    dict(zip(options, steps[av.WEIGHT].astype(float))),
                    f"“{view.tokens[best]}” has the largest score, q·k = {row[av.DOT]:.3f} divided by "

@@ -3,12 +3,13 @@
 `train_tiny` pretrains a tiny BERT from scratch on the built-in corpus with the pretraining loop itself
 (`pretrain.loop.Trainer`, no run folder: nothing is written) and returns its records, each reported as it
 comes; `start_loss` asks where the loss starts, and `frequency_note` sets where it ends against a guess by the
-corpus's token frequencies alone, on the same held-out masks. `compare_probes` reads a built-in fine-tuning task with the
+corpus's token frequencies alone, on the same held-out masks. The run's settings are `TINY`, a TrainConfig
+(`tiny_config` adds the seed and the threads). `compare_probes` reads a built-in fine-tuning task with the
 active model and with random weights of the same shape (`views.shapes.random_model`), each word-averaged
-last-layer vector a fixed feature, and trains a linear probe (logistic regression) on each: the
-feature-based approach, the encoder frozen, as the Fine-tune page's linear probe does, in miniature. Two accuracies closer than two
-standard errors of their difference count as a tie (`tie_band`). Both runs leave the process's random
-numbers and thread count as they found them.
+last-layer vector a fixed feature, and trains a linear probe on each (finetune/linear_probe.py's logistic
+regression): the feature-based approach, the encoder frozen, as the Fine-tune page's linear probe does, in
+miniature. Two accuracies closer than two standard errors of their difference count as a tie (`tie_band`). Both
+runs leave the process's random numbers and thread count as they found them.
 """
 
 from __future__ import annotations
@@ -17,29 +18,31 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.rng import global_rng
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.finetune import tasks
+from bertviz_lab.metrics import Metrics
+from bertviz_lab.finetune.linear_probe import fit_probe
 from bertviz_lab.pretrain.config import TrainConfig, max_threads
 from bertviz_lab.pretrain.data import builtin_vocabulary
 from bertviz_lab.pretrain.loop import EVAL_STREAM, Trainer
 from bertviz_lab.views.finetune_dev import NOISE_SE, noise_band
 from bertviz_lab.views.lesson import Question, Quiz
 from bertviz_lab.views.representations import piece_means
-from bertviz_lab.views.shapes import global_rng, random_model
+from bertviz_lab.views.shapes import random_model
 
 # About 2 s on one CPU thread (TINY_THREADS): the held-out loss falls from ln V (~7.7) to ~5.9, near the ~5.7 that
 # the corpus's token frequencies alone score on the same masks (`frequency_loss`).
-TINY = dict(preset="tiny", hidden=64, heads=2, layers=2, batch_size=16, seq_len=32, steps=60, lr=5e-3, warmup=5,
-            eval_every=10, eval_batches=2, checkpoint_every=10**6, device="cpu")
+TINY = TrainConfig(preset="tiny", hidden=64, heads=2, layers=2, batch_size=16, seq_len=32, steps=60, lr=5e-3,
+                   warmup=5, eval_every=10, eval_batches=2, checkpoint_every=10**6, device="cpu")
 # One CPU thread: the tiny model's matrices are too small to share out. On a busy 2-core machine (`python -m
 # bench.lesson_run`, load average 3-7 from other work), with the server's sleeping OpenMP threads (ui/serve.py): the
 # run alone 1.0-2.9 s on one thread, 1.9-3.5 s on two; while the Attention page redraws nonstop (median 67-102 ms
@@ -48,7 +51,6 @@ TINY = dict(preset="tiny", hidden=64, heads=2, layers=2, batch_size=16, seq_len=
 TINY_THREADS = 1
 PROBE_TASKS = ("acceptability", "coherence")  # the built-in tasks with one label per input
 PROBE_TRAIN, PROBE_DEV = 400, 200  # examples read: a few seconds for each model
-PROBE_STEPS, PROBE_LR = 300, 0.01  # full-batch Adam on standardized features
 PRETRAINED, RANDOM = "the pretrained model", "random weights of the same shape"
 # Full fine-tuning of the shipped bertviz-mini (every weight trained, 200 steps; dev accuracy on all 400 dev
 # examples), pretrained and from random weights of the same shape: `python -m bench.finetune_gain`, 2026-11-25
@@ -66,8 +68,9 @@ def tiny_vocab_size() -> int:
 
 
 def tiny_config(seed: int = 0, threads: int | None = None) -> TrainConfig:
-    """TINY on `threads` CPU threads, else this thread's current count (the loop would otherwise set its own)."""
-    return TrainConfig(**TINY, seed=seed, threads=min(threads or torch.get_num_threads(), max_threads()))
+    """TINY with `seed`, on `threads` CPU threads, else this thread's current count (the loop would otherwise set
+    its own)."""
+    return replace(TINY, seed=seed, threads=min(threads or torch.get_num_threads(), max_threads()))
 
 
 _TINY_TRAINER = threading.Lock()
@@ -119,19 +122,19 @@ def start_question(vocab_size: int) -> tuple[Question, dict[str, float]]:
                      f"log)? The vocabulary has V = {vocab_size:,} tokens.", tuple(levels)), levels)
 
 
-def start_loss(vocab_size: int, held_out: list[dict]) -> Quiz:
+def start_loss(vocab_size: int, held_out: list[Metrics]) -> Quiz:
     """The option nearest the loss the run measured at step 0."""
     question, levels = start_question(vocab_size)
     first, last = held_out[0], held_out[-1]
     chance = math.log(vocab_size)
-    answer = min(levels, key=lambda label: abs(levels[label] - first["mlm_loss"]))
-    gap = first["mlm_loss"] - chance
+    answer = min(levels, key=lambda label: abs(levels[label] - first.loss))
+    gap = first.loss - chance
     reading = ("these random weights start close to that" if abs(gap) < 0.5 else
                f"this start is {abs(gap):.2f} {'above' if gap > 0 else 'below'} that")
     return Quiz(question, answer,
-                f"At step {first['step']} the held-out loss was {first['mlm_loss']:.3f}, and ln {vocab_size:,} = "
+                f"At step {first.step} the held-out loss was {first.loss:.3f}, and ln {vocab_size:,} = "
                 f"{chance:.3f}. A model that gives every token the same probability, 1/V, scores ln V; {reading}. "
-                f"After {last['step']} steps it was {last['mlm_loss']:.3f}.")
+                f"After {last.step} steps it was {last.loss:.3f}.")
 
 
 FREQUENCY_STORIES = 1_000  # generated stories counted for the corpus's token frequencies (about 44,000 tokens)
@@ -167,12 +170,12 @@ def _frequency_loss() -> tuple[float, int]:
     return float(-log_p[targets].mean()), int(counts.sum() - (counts > 0).sum())
 
 
-def frequency_note(held_out: list[dict], vocab_size: int) -> str:
+def frequency_note(held_out: list[Metrics], vocab_size: int) -> str:
     """What the run learned, against two guesses without context, on the same held-out masks: uniform (ln V)
     and the corpus's token frequencies."""
     frequency, counted = frequency_loss()
     chance, first, last = math.log(vocab_size), held_out[0], held_out[-1]
-    loss = last["mlm_loss"]
+    loss = last.loss
     if loss <= frequency:
         where = "below the frequency guess: on these masks it already does better than knowing how common each token is"
     elif loss >= chance:
@@ -181,8 +184,8 @@ def frequency_note(held_out: list[dict], vocab_size: int) -> str:
         where = f"{(chance - loss) / (chance - frequency):.0%} of the way from the uniform guess to the frequency guess"
     return (f"Two guesses that ignore the sentence, on the same held-out masks: the same probability for every token "
             f"scores ln V = {chance:.2f}; each token's frequency in the corpus ({counted:,} tokens counted) scores "
-            f"{frequency:.2f}. This run's held-out loss went from {first['mlm_loss']:.2f} at step {first['step']} to "
-            f"{last['mlm_loss']:.2f} after {last['step']} steps: {where}.")
+            f"{frequency:.2f}. This run's held-out loss went from {first.loss:.2f} at step {first.step} to "
+            f"{last.loss:.2f} after {last.step} steps: {where}.")
 
 
 # --- 9. A linear probe, pretrained vs random weights -------------------------------------------------
@@ -199,23 +202,6 @@ def features(model: BertForPreTraining, tokenizer: WordPieceTokenizer, examples)
     """(N, d): each example's last-layer vectors averaged over its tokens ([CLS] and [SEP] included)."""
     encodings = [tokenizer.encode(e.text, e.text_b, max_length=model.config.max_tokens) for e in examples]
     return piece_means(model, tokenizer.pad_id, encodings, [tuple(range(len(e))) for e in encodings])[-1]
-
-
-def fit_probe(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray, dev_y: np.ndarray,
-              classes: int) -> float:
-    """Logistic regression on the features (standardized by the training set's statistics); dev accuracy."""
-    mean, std = train_x.mean(0), train_x.std(0) + 1e-6
-    x, dev = (torch.tensor((a - mean) / std, dtype=torch.float32) for a in (train_x, dev_x))
-    y = torch.tensor(train_y)
-    with global_rng(0):  # its first weights: the only random numbers it draws
-        probe = torch.nn.Linear(x.shape[1], classes)
-    with torch.enable_grad():
-        optimizer = torch.optim.Adam(probe.parameters(), lr=PROBE_LR, weight_decay=1e-3)
-        for _ in range(PROBE_STEPS):
-            optimizer.zero_grad()
-            F.cross_entropy(probe(x), y).backward()
-            optimizer.step()
-    return float((probe(dev).argmax(-1).numpy() == dev_y).mean())
 
 
 def compare_probes(model: BertForPreTraining, tokenizer: WordPieceTokenizer, task_name: str,

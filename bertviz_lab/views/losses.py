@@ -25,7 +25,6 @@ from bertviz_lab.bert.tokenizer import ROLES, SPECIAL_TOKENS, Encoding, WordPiec
 from bertviz_lab.corpus import StoryGenerator
 from bertviz_lab.errors import InputError
 
-RANDOM_TOKENS = masking.RANDOM_TOKENS  # where a random replacement comes from: option -> in words
 NO_NSP_REASON = "this model has no NSP head, so there is no next-sentence loss to compute"
 NO_B_REASON = "there is no sentence B, so there is no true (IsNext) pair: add a second sentence"
 OPTIMIZERS = ("AdamW", "SGD")
@@ -81,7 +80,7 @@ class Walkthrough:
     nsp_random: NSPPath | None
     nsp_reason: str | None  # why nsp_true is None
     total: float  # L_MLM (mean) + L_NSP of the true pair when there is one
-    random_tokens: str = "vocabulary"  # a key of RANDOM_TOKENS: where the random replacements came from
+    random_tokens: str = "vocabulary"  # a key of bert.config.RANDOM_TOKENS: where the random replacements came from
     # How this model's tokenizer reads text, for the Tokens step (BERT's by default):
     tokenizer_kind: str = "WordPiece"  # "WordPiece", "byte-level BPE" or "SentencePiece Unigram"
     framing: str = "[CLS] A [SEP] B [SEP]"  # a pair as this tokenizer frames it (RoBERTa: <s> A </s> </s> B </s>)

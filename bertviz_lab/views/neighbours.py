@@ -114,7 +114,7 @@ def sense_words(tokenizer: WordPieceTokenizer, text: str, encoding: Encoding) ->
 @torch.no_grad()
 def token_vectors(model: BertForPreTraining, encoding: Encoding, position: int) -> np.ndarray:
     """(L + 1, d) unit vectors of one token of the learner's sentence, every layer."""
-    out = inputs.run(model, encoding, heads=False)
+    out = inputs.run(model, encoding, encoder_only=True)
     stacked = torch.stack([h[0, position] for h in out.hidden_states]).float()
     return torch.nn.functional.normalize(stacked, dim=-1).cpu().numpy()
 

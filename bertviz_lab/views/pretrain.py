@@ -1,6 +1,6 @@
-"""What the Pretrain live page shows, without Streamlit: the new-run form's fields and how its
-values become a validated TrainConfig, a run's progress line and ETA, its one-line description,
-its curves read from metrics.jsonl, the table of all runs, and who may control which run.
+"""What the Pretrain live page shows, without Streamlit: the new-run form (`FORM`, each field described once,
+see views/forms.py) and how its values become a validated TrainConfig, a run's progress line and ETA, its
+one-line description, its curves read from metrics.jsonl, the table of all runs, and who may control which run.
 
 Every error a form value can cause names its field (`explain` puts the form's label in front),
 so the page refuses a run with a sentence instead of starting a process that would crash.
@@ -17,64 +17,79 @@ from pathlib import Path
 
 import pandas as pd
 
-from bertviz_lab import atomic
+from bertviz_lab import atomic, metrics
 from bertviz_lab.bert.config import PRESET_SHAPES, RANDOM_TOKENS
-from bertviz_lab.bert.device import cuda_available
+from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available
 from bertviz_lab.corpus import documents_from_text, read_text_file
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures.training import Curves
 from bertviz_lab.pretrain import records, resources, runs
-from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.config import PRECISIONS, TrainConfig, upper_bound
 from bertviz_lab.pretrain.loop import warmup_then_decay
+from bertviz_lab.views import forms
 
 DEFAULTS = TrainConfig()
 CORPUS = {"builtin": "Built-in story world", "upload": "Upload a .txt file", "paste": "Paste text"}
-# Number fields of the form: TrainConfig field -> (label, kind, help); a kind is "int", a float
-# format such as "%.5f", or "shape" (empty = the preset's value).
-FIELDS = {
-    "layers": ("Layers", "shape", "Empty: the preset's number of encoder layers."),
-    "heads": ("Heads", "shape", "Attention heads per layer; they must divide the hidden size."),
-    "hidden": ("Hidden size", "shape", "Width of every token vector (the FFN is 4× wider)."),
-    "steps": ("Steps", "int", "Optimizer steps to train."),
-    "batch_size": ("Batch size", "int", "Sentence pairs per step."),
-    "seq_len": ("Sequence length", "int", "Longest input in tokens (8 to 512)."),
-    "lr": ("Learning rate", "%.5f", "Peak AdamW learning rate, reached after the warmup."),
-    "warmup": ("Warmup steps", "int", "Steps of linear warmup from 0 to the peak rate."),
-    "weight_decay": ("Weight decay", "%.3f", "AdamW decay (not on biases and LayerNorm)."),
-    "mask_rate": ("Mask rate", "%.2f", "Chance each token is picked to predict (BERT: 0.15); at least one per "
-                  "example; the picked ones 80/10/10."),
-    "seed": ("Seed", "int", "Same seed and settings on the CPU: the same curves."),
-    "dropout": ("Dropout", "%.2f", "Share of activations and attention weights zeroed while training (BERT: "
-                "0.1). The built-in text is generated fresh for every batch (its sentences do recur), so the "
-                "classroom preset uses 0, which learns faster."),
-    "eval_every": ("Evaluate every", "int", "Steps between held-out evaluations."),
-    "eval_batches": ("Held-out batches", "int", "Batches per held-out evaluation."),
-    "checkpoint_every": ("Checkpoint every", "int", "Steps between checkpoints (the probe reads the newest)."),
-    "threads": ("CPU threads", "int", "0 = all cores but one, so the app stays responsive."),
-    "grad_clip": ("Gradient clip", "%.2f", "Largest global gradient norm; 0 = off."),
-    "grad_accum": ("Gradient accumulation", "int", "Micro-batches per optimizer step."),
-    "vocab_size": ("Vocabulary size", "int", "WordPiece size when training on your own text."),
-}
-LABELS = {**{name: label for name, (label, _, _) in FIELDS.items()}, "preset": "Size preset", "corpus":
-          "Training text", "device": "Device", "precision": "Precision", "nsp": "NSP", "run": "Run name",
-          "random_tokens": "Random tokens"}
 RANDOM_TOKEN_HELP = ("Where the 10% random replacements come from: " + "; ".join(
     f"{name} = {meaning}" for name, meaning in RANDOM_TOKENS.items()) + ". Runs saved before this setting "
     "existed used wordpieces.")
 
 
 # --- The form --------------------------------------------------------------------------------
-def field_default(name: str) -> int | float | None:
-    """What a number field shows before it is edited: empty for shape fields, else TrainConfig's default."""
-    kind = FIELDS[name][1]
-    if kind == "shape":
-        return None
-    return getattr(DEFAULTS, name) if kind == "int" else float(getattr(DEFAULTS, name))
-
-
 def preset_label(name: str) -> str:
     layers, hidden, heads = PRESET_SHAPES[name]
     return f"{name} ({layers}×{hidden}, {heads} heads)"
+
+
+def _whole(name: str, label: str, help_: str, grid: str = forms.MAIN) -> forms.Field:
+    return forms.whole(name, label, help_, getattr(DEFAULTS, name), high=upper_bound(name), grid=grid)
+
+
+def _shape(name: str, label: str, help_: str) -> forms.Field:
+    return forms.shape(name, label, help_, high=upper_bound(name))
+
+
+def _decimal(name: str, label: str, help_: str, step: float, format_: str, grid: str = forms.MAIN) -> forms.Field:
+    return forms.decimal(name, label, help_, getattr(DEFAULTS, name), step=step, format=format_, grid=grid)
+
+
+ADVANCED = "advanced"
+# The new-run form: four fields a row, then the advanced ones three a row, folded. Every field but the run's
+# name is a TrainConfig field; the browser refuses a whole number past its bound (pretrain.config) at once.
+FORM = forms.Form((forms.Grid(forms.MAIN, 4), forms.Grid(ADVANCED, 3, fold="Advanced")), (
+    forms.choice("preset", "Size preset", {name: preset_label(name) for name in PRESET_SHAPES}, DEFAULTS.preset),
+    _shape("layers", "Layers", "Empty: the preset's number of encoder layers."),
+    _shape("heads", "Heads", "Attention heads per layer; they must divide the hidden size."),
+    _shape("hidden", "Hidden size", "Width of every token vector (the FFN is 4× wider)."),
+    _whole("steps", "Steps", "Optimizer steps to train."),
+    _whole("batch_size", "Batch size", "Sentence pairs per step."),
+    _whole("seq_len", "Sequence length", "Longest input in tokens (8 to 512)."),
+    _decimal("lr", "Learning rate", "Peak AdamW learning rate, reached after the warmup.", 1e-4, "%.5f"),
+    _whole("warmup", "Warmup steps", "Steps of linear warmup from 0 to the peak rate."),
+    _decimal("weight_decay", "Weight decay", "AdamW decay (not on biases and LayerNorm).", 0.01, "%.3f"),
+    _decimal("mask_rate", "Mask rate", "Chance each token is picked to predict (BERT: 0.15); at least one per "
+             "example; the picked ones 80/10/10.", 0.01, "%.2f"),
+    _whole("seed", "Seed", "Same seed and settings on the CPU: the same curves."),
+    forms.toggle("nsp", "NSP task", DEFAULTS.nsp,
+                 help="Next-sentence prediction. Off: the model learns from masked words alone (the ablation)."),
+    forms.choice("device", "Device", DEVICE_CHOICES, DEFAULTS.device),
+    forms.text("name", "Run name (optional)", placeholder="run-date-time"),
+    forms.choice("random_tokens", "Random tokens", tuple(RANDOM_TOKENS), DEFAULTS.random_tokens,
+                 help=RANDOM_TOKEN_HELP),
+    _decimal("dropout", "Dropout", "Share of activations and attention weights zeroed while training (BERT: 0.1). "
+             "The built-in text is generated fresh for every batch (its sentences do recur), so the classroom preset "
+             "uses 0, which learns faster.", 0.05, "%.2f", ADVANCED),
+    _whole("eval_every", "Evaluate every", "Steps between held-out evaluations.", ADVANCED),
+    _whole("eval_batches", "Held-out batches", "Batches per held-out evaluation.", ADVANCED),
+    _whole("checkpoint_every", "Checkpoint every", "Steps between checkpoints (the probe reads the newest).", ADVANCED),
+    _whole("threads", "CPU threads", "0 = all cores but one, so the app stays responsive.", ADVANCED),
+    _decimal("grad_clip", "Gradient clip", "Largest global gradient norm; 0 = off.", 0.5, "%.2f", ADVANCED),
+    _whole("grad_accum", "Gradient accumulation", "Micro-batches per optimizer step.", ADVANCED),
+    _whole("vocab_size", "Vocabulary size", "WordPiece size when training on your own text.", ADVANCED),
+    forms.choice("precision", "Precision", PRECISIONS, DEFAULTS.precision, grid=ADVANCED),
+))
+# The label an error's field gets in front (`explain`): the form's own, and the few that read shorter there.
+LABELS = {**FORM.labels(), "nsp": "NSP", "run": "Run name", "corpus": "Training text"}
 
 
 def explain(exc: Exception) -> str:
@@ -98,7 +113,7 @@ def form_config(values: dict, corpus: str = "builtin", text: str | bytes | None 
     values: TrainConfig field -> form value (number inputs give floats; whole ones become ints).
     corpus: a key of CORPUS. text: the pasted str, or the uploaded file's bytes (None: no file yet).
     """
-    cfg = TrainConfig(**{name: _typed(name, value) for name, value in values.items()})
+    cfg = TrainConfig(**FORM.typed(values))
     if cfg.device == "cuda" and not cuda_available():
         raise ConfigError("device cuda: this machine has no CUDA GPU; choose auto or cpu")
     resources.check_resources(cfg)  # before any text is kept: a run that cannot fit is refused now
@@ -106,11 +121,6 @@ def form_config(values: dict, corpus: str = "builtin", text: str | bytes | None 
         return NewRun(cfg)
     text = training_text(corpus, text, filename)
     return NewRun(dataclasses.replace(cfg, corpus=str(upload_path(text))), text)
-
-
-def _typed(name: str, value):
-    whole = name in FIELDS and FIELDS[name][1] in ("int", "shape")
-    return int(value) if whole and isinstance(value, float) and value.is_integer() else value
 
 
 def training_text(corpus: str, text: str | bytes | None, filename: str = "") -> str:
@@ -248,8 +258,9 @@ def metrics_version(run_dir) -> tuple[int, int, int] | None:
 
 
 def read_curves(run_dir) -> Curves:
-    """The run's training and held-out records as two DataFrames."""
-    return Curves.from_records(records.read_metrics(run_dir, "train"), records.read_metrics(run_dir, "eval"))
+    """The run's training and held-out records as two DataFrames (`metrics.table`), whatever names the run wrote."""
+    recorded = records.read_metrics(run_dir)
+    return Curves(metrics.table(recorded, metrics.TRAIN), metrics.table(recorded, metrics.EVAL))
 
 
 # --- All runs --------------------------------------------------------------------------------
@@ -258,11 +269,10 @@ def run_rows(all_runs: list[runs.RunInfo], curves_of: Callable[[Path], Curves] =
     rows = []
     for run in all_runs:
         held = curves_of(run.path).eval
-        last = held.iloc[-1] if not held.empty else {}
+        last = metrics.row(held, -1) if not held.empty else metrics.Metrics(metrics.EVAL, 0)  # none yet: all None
         rows.append({"run": run.name, "status": run.status, "steps": f"{run.step:,} / {run.total_steps:,}",
                      "NSP": "on" if run.config.get("nsp", True) else "off",
-                     "held-out MLM loss": last.get("mlm_loss"), "top-1": last.get("mlm_top1"),
-                     "top-5": last.get("mlm_top5"), "NSP acc": last.get("nsp_acc"),
+                     "held-out MLM loss": last.loss, "top-1": last.acc, "top-5": last.top5, "NSP acc": last.nsp_acc,
                      "settings": run.message if run.status == runs.UNREADABLE else describe(run.config),
                      "started by": run.started_by,
                      "started": datetime.datetime.fromtimestamp(run.created) if run.created else None})

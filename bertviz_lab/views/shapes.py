@@ -12,9 +12,6 @@ fine-tunes) returns no pooler_output: the view says so instead of giving it a sh
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +20,7 @@ import torch
 
 from bertviz_lab.bert.config import BertConfig, show
 from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.rng import global_rng
 from bertviz_lab.bert.tokenizer import CLS, PAD, WordPieceTokenizer
 from bertviz_lab.errors import ConfigError, InputError
 from bertviz_lab.views import inputs
@@ -35,20 +33,7 @@ SEED002_VOCAB = 100
 # in about a second on 2 CPU cores and shows every shape a bigger one would.
 LIMITS = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
 MIN_SENTENCES, MAX_SENTENCES = 2, 4
-SEED = 0  # torch.manual_seed of the random model: the same weights for everyone, every time
-# torch's global generator is one for the whole process: every app thread that seeds it and draws from it (a random
-# model here, the Lesson's tiny run and linear probe, the Fine-tune page's model before training) holds this meanwhile
-_GLOBAL_RNG = threading.Lock()
-
-
-@contextmanager
-def global_rng(seed: int | None = None) -> Iterator[None]:
-    """torch's global generator for this thread alone while the block runs (seeded with `seed` if given), and put
-    back as it was afterwards: what the block draws is a pure function of the seed, and nobody else's changes."""
-    with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
-        if seed is not None:
-            torch.manual_seed(seed)
-        yield
+SEED = 0  # torch.manual_seed of the random model (under bert/rng.py's `global_rng`): the same weights, every time
 
 
 def random_config(vocab_size: int, pad_token_id: int = 0, **sizes: int) -> BertConfig:

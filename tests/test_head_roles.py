@@ -15,8 +15,8 @@ from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from bertviz_lab.cli import main
 from bertviz_lab.corpus import vocabulary
 from bertviz_lab.corpus.probes import PROBES, ProbeSentence
-from bertviz_lab.pretrain import heads
-from bertviz_lab.pretrain.heads import MAX_SENTENCES, POSITIONAL_ROLES, ROLES
+from bertviz_lab.pretrain import head_roles
+from bertviz_lab.pretrain.head_roles import MAX_SENTENCES, POSITIONAL_ROLES, ROLES
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
 VOCAB = [*SPECIAL_TOKENS, *sorted(set(vocabulary()) | {"."}), "##s", "##ing"]
@@ -115,13 +115,13 @@ NOTE = ("In these probe sentences every verb's subject is the word just before i
 
 
 def test_a_grammatical_role_whose_links_are_all_neighbours_is_named_as_positional_too():
-    assert heads.twins() == {"verb_subject": "previous", "det_noun": "next"}  # computed from the probes' links
-    assert heads.twins_note() == NOTE
+    assert head_roles.twins() == {"verb_subject": "previous", "det_noun": "next"}  # computed from the probes' links
+    assert head_roles.twins_note() == NOTE
     one_apart = ProbeSentence("the cat sat .", 1, {"det_noun": ((0, 1),), "verb_subject": ((2, 1),)})
     two_apart = ProbeSentence("the big cat soon sat .", 2, {"det_noun": ((0, 2),), "verb_subject": ((4, 2),)})
-    assert heads.twins([one_apart, two_apart]) == {}  # one link not to a neighbour: the roles differ
-    assert heads.twins_note([one_apart, two_apart]) == "" and heads.twins_note([]) == ""
-    assert heads.twins_note([ProbeSentence("the cat sat .", 1, {"verb_subject": ((2, 1),)})]) == (
+    assert head_roles.twins([one_apart, two_apart]) == {}  # one link not to a neighbour: the roles differ
+    assert head_roles.twins_note([one_apart, two_apart]) == "" and head_roles.twins_note([]) == ""
+    assert head_roles.twins_note([ProbeSentence("the cat sat .", 1, {"verb_subject": ((2, 1),)})]) == (
         "In these probe sentences every verb's subject is the word just before it, so 'verb → subject' cannot be "
         "told apart from previous-token heads here.")
 

@@ -121,7 +121,7 @@ def attention(model, encodings: list[Encoding]) -> list[np.ndarray]:
         out = []
         for enc in encodings:
             result = model(torch.tensor([enc.ids], device=device), torch.tensor([enc.segment_ids], device=device),
-                           trace=True, heads=False)
+                           trace=True, encoder_only=True)
             out.append(np.stack([s.weights[0].float().cpu().numpy() for s in result.trace]))
         return out
     finally:
