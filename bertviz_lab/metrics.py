@@ -80,6 +80,7 @@ def frame(records: Iterable[Metrics]) -> pd.DataFrame:
 
 
 def row(data: pd.DataFrame, i: int) -> Metrics:
-    """Row i of a `frame` (-1: the last) as the record it came from: an empty cell is None."""
+    """Row i of a `frame` (-1: the last) as a record. An empty cell stays NaN, as the table has it: a run that
+    diverged wrote NaN losses, and a page must show "nan" for them, not fail on None."""
     (cells,) = data.iloc[[i]].to_dict("records")  # numpy's numbers as Python's
-    return Metrics.of({name: value for name, value in cells.items() if not pd.isna(value)})
+    return Metrics.of(cells)

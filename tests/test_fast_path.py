@@ -173,3 +173,24 @@ def test_the_switch_picks_the_path(monkeypatch):
     model.fast = False
     out = model(ids, segments, **kwargs)  # textbook: every row of the last layer, whatever sparse_last_layer says
     assert len(out.hidden_states) == model.config.num_hidden_layers + 1
+
+
+@pytest.mark.parametrize("backend", ["math", "sdpa"])
+def test_a_frozen_encoder_drops_nothing_on_either_path(backend):
+    """A linear probe trains its head with the encoder in eval mode (finetune/loop.py): with dropout in the
+    config, both paths then give the encoder's one deterministic output, the textbook's, call after call."""
+    model = model_of(seed=3, changes={"hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3})
+    ids, segments, kwargs = inputs_of(model.config, seed=3)
+    model.attention_backend = backend
+    model.train()
+    model.bert.eval()
+    with torch.no_grad():
+        model.fast = False
+        textbook = model(ids, segments, **kwargs).hidden_states[-1]
+        model.fast = True
+        first, second = (model(ids, segments, **kwargs).hidden_states[-1] for _ in range(2))
+    assert_near(first, textbook, torch.float32, "fast, frozen encoder")
+    assert torch.equal(first, second)
+    model.bert.train()  # and training it does drop: the check above could fail
+    with torch.no_grad():
+        assert not torch.equal(model(ids, segments, **kwargs).hidden_states[-1], first)

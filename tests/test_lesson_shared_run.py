@@ -66,6 +66,23 @@ def test_slots_give_every_session_one_slot_per_key_and_keep_the_latest_keys():
     assert slots.slot("a") is not a
 
 
+def test_a_slot_whose_work_still_runs_is_not_dropped_for_a_newer_key():
+    slots, gate = once.Slots("The test work", keep=1), threading.Event()
+    busy = slots.slot("busy")
+    job, _ = busy.start(lambda report: gate.wait(WAIT_S) and "done")
+    try:
+        assert busy.running()
+        slots.slot("next")  # over the cap, but the only older slot is computing: it stays
+        assert slots.slot("busy") is busy
+    finally:
+        gate.set()
+        job.done.wait(WAIT_S)
+    assert not busy.running() and job.result == "done"
+    slots.slot("next")
+    slots.slot("third")  # now idle, the oldest go
+    assert slots.slot("busy") is not busy
+
+
 def test_two_threads_that_ask_at_once_run_the_work_once_and_share_its_result():
     slot, calls, gate = once.Once("The test work"), [], threading.Event()
 

@@ -138,7 +138,10 @@ def test_a_frame_holds_only_the_fields_some_record_sets_and_gives_its_rows_back(
     assert metrics.row(table, 0) == PRETRAINING[0] and metrics.row(table, -1) == PRETRAINING[2]
     assert metrics.frame([]).empty
     mixed = metrics.frame([Metrics(EVAL, 0, loss=2.0), Metrics(EVAL, 5, loss=1.0, acc=0.5)])
-    assert metrics.row(mixed, 0) == Metrics(EVAL, 0, loss=2.0) and math.isnan(mixed["acc"][0])
+    first = metrics.row(mixed, 0)  # an empty cell stays NaN, as a diverged run's NaN loss does
+    assert (first.kind, first.step, first.loss) == (EVAL, 0, 2.0) and math.isnan(first.acc) and first.lr is None
+    diverged = metrics.row(metrics.table([{"kind": EVAL, "step": 9, "loss": float("nan"), "acc": 0.0}], EVAL), -1)
+    assert f"{diverged.loss:.3f}" == "nan"  # what the live panel and the time-lapse caption print
 
 
 def test_the_pretraining_loop_writes_every_number_under_a_field_of_the_record():

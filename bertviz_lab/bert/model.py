@@ -288,7 +288,7 @@ class BertForPreTraining(nn.Module):
         options = AttentionOptions(
             visible=visibility(attention_mask, causal, T, input_ids.device), trace=trace,
             backend=self._backend(input_ids.device),
-            dropout_p=self.config.attention_probs_dropout_prob if self.training else 0.0)
+            dropout_p=self.config.attention_probs_dropout_prob if self.bert.training else 0.0)
         if self.fast:
             return BertOutput(**fast.forward(self, input_ids, token_type_ids, options, head_mask=head_mask,
                                              masked_positions=masked_positions, encoder_only=encoder_only,

@@ -283,7 +283,7 @@ def metrics_log(run_dir) -> MetricsLog:
 
 def read_metrics(run_dir, kind: str | None = None) -> list[dict]:
     """The records of metrics.jsonl (a half-written line, or one that is not a record of numbers, is skipped);
-    each a copy, so a caller may change it. `metrics.curve` types the train and eval ones, whatever their names."""
+    each a copy, so a caller may change it. `metrics.table` (or `metrics.curve`) reads them, whatever their names."""
     log = metrics_log(run_dir)
     with log.lock:
         return [dict(r) for r in log.records if kind is None or r.get("kind") == kind]

@@ -80,6 +80,11 @@ class Once(Generic[T]):
                                  daemon=True).start()
             return self._job, started
 
+    def running(self) -> bool:
+        """Whether an attempt is under way (started and not done)."""
+        job = self._job
+        return job is not None and not job.done.is_set()
+
     def ready(self) -> bool:
         """Whether a finished result is there to read (a test waits on it; a page just calls `follow`)."""
         job = self._job
@@ -89,7 +94,7 @@ class Once(Generic[T]):
 class Slots(Generic[T]):
     """The slots of one kind of shared work, one per key (what decides its result: the model, the seed, the task),
     kept for every session of the process. The `keep` keys asked for last are kept; an older one's slot is dropped
-    with its result (a sentence bank can be 190 MB), and an attempt still running finishes for those following it."""
+    with its result (a sentence bank can be 190 MB), unless its work is still running: it stays until done."""
 
     def __init__(self, name: str, keep: int):
         self.name, self.keep = name, keep  # name: what the work is, as an error names it
@@ -103,8 +108,10 @@ class Slots(Generic[T]):
                 self._slots.move_to_end(key)
             else:
                 self._slots[key] = Once(self.name)
-                while len(self._slots) > self.keep:
-                    self._slots.popitem(last=False)
+                # the oldest idle slots go; one still computing stays (dropped, its next asker would start again)
+                idle = [k for k, slot in self._slots.items() if k != key and not slot.running()]
+                for old in idle[: max(len(self._slots) - self.keep, 0)]:
+                    del self._slots[old]
             return self._slots[key]
 
     def clear(self) -> None:

@@ -90,7 +90,7 @@ def _tiny_trainer() -> Iterator[None]:
 
 
 def _build(seed: int, threads: int | None = None) -> Trainer:
-    """A tiny Trainer, its weights drawn from torch's global generator seeded with `seed` under views/shapes.py's
+    """A tiny Trainer, its weights drawn from torch's global generator seeded with `seed` under bert/rng.py's
     `global_rng`, which every app thread that seeds that generator holds: the run is a pure function of its seed.
     (A checkpoint loading meanwhile still draws from it unlocked: bert/checkpoint.py initialises a model before
     loading its weights.) TINY trains without dropout (TrainConfig's default): nothing after this draws from it."""

@@ -281,7 +281,7 @@ def _copy(model: BertForPreTraining) -> BertForPreTraining:
     copy = BertForPreTraining(model.config, mlm_head=model.has_mlm, nsp_head=model.has_nsp,
                               pooler=model.bert.pooler is not None)
     copy.load_state_dict({k: v.detach().clone() for k, v in model.state_dict().items()})
-    copy.attention_backend = model.attention_backend
+    copy.attention_backend, copy.fast = model.attention_backend, model.fast
     device = next(model.parameters()).device
     return copy.to(device).float().requires_grad_(True).eval()
 
