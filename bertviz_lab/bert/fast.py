@@ -53,10 +53,11 @@ class ReadRows:
 
 def forward(model: nn.Module, input_ids: torch.Tensor, token_type_ids: torch.Tensor, options: AttentionOptions, *,
             head_mask: torch.Tensor | None, masked_positions: torch.Tensor | None, encoder_only: bool,
-            sparse_last_layer: bool) -> dict:
+            sparse_last_layer: bool, inputs_embeds: torch.Tensor | None = None) -> dict:
     """`BertForPreTraining.forward` by the fast path: the fields of its BertOutput."""
     bert = model.bert
-    x = _dropout(bert.embeddings.dropout, bert.embeddings.LayerNorm(bert.embeddings.sum(input_ids, token_type_ids)))
+    x = _dropout(bert.embeddings.dropout, bert.embeddings.LayerNorm(bert.embeddings.sum(input_ids, token_type_ids,
+                                                                                        inputs_embeds)))
     if bert.embeddings_project is not None:
         x = linear(bert.embeddings_project, x)  # (B, T, d)
     hidden, steps = [x], []

@@ -60,12 +60,16 @@ class Embeddings(nn.Module):
         self.offset, self.pad_id, self.segments = cfg.position_offset, cfg.pad_token_id, cfg.type_vocab_size
         self.register_buffer("positions", torch.arange(cfg.max_position_embeddings), persistent=False)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.LayerNorm(self.sum(input_ids, token_type_ids)))  # (B, T, e)
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
+                inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        return self.dropout(self.LayerNorm(self.sum(input_ids, token_type_ids, inputs_embeds)))  # (B, T, e)
 
-    def sum(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        """token + segment + position vectors, (B, T, e), added in transformers' order, so rounding matches."""
-        x = self.word_embeddings(input_ids)
+    def sum(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
+            inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """token + segment + position vectors, (B, T, e), added in transformers' order, so rounding matches.
+        `inputs_embeds` (B, T, e), if given, stands in for the token vectors (attribution differentiates F by it);
+        positions still come from input_ids (RoBERTa's count skips padding)."""
+        x = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
         if self.token_type_embeddings is not None:  # one row (RoBERTa): every token is segment 0
             segments = token_type_ids if self.segments > 1 else torch.zeros_like(input_ids)
             x = x + self.token_type_embeddings(segments)
@@ -195,9 +199,10 @@ class BertEncoderModel(nn.Module):
         self.pooler = Pooler(cfg) if pooler else None
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, options: AttentionOptions,
-                head_mask: torch.Tensor | None = None) -> tuple[tuple[torch.Tensor, ...], list]:
+                head_mask: torch.Tensor | None = None,
+                inputs_embeds: torch.Tensor | None = None) -> tuple[tuple[torch.Tensor, ...], list]:
         """The L + 1 hidden states (B, T, d), embeddings first, and each layer's attention steps."""
-        x = self.embeddings(input_ids, token_type_ids)  # (B, T, e)
+        x = self.embeddings(input_ids, token_type_ids, inputs_embeds)  # (B, T, e)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)  # (B, T, d)
         hidden, steps = self.encoder(x, options, head_mask)
@@ -273,8 +278,10 @@ class BertForPreTraining(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, *, trace: bool = False, causal: bool = False,
                 head_mask: torch.Tensor | None = None, masked_positions: torch.Tensor | None = None,
-                encoder_only: bool = False, sparse_last_layer: bool = False) -> BertOutput:
+                encoder_only: bool = False, sparse_last_layer: bool = False,
+                inputs_embeds: torch.Tensor | None = None) -> BertOutput:
         """input_ids, token_type_ids, attention_mask: (B, T). head_mask: (L, H) of 0/1.
+        inputs_embeds (B, T, e): token vectors to use instead of looking input_ids up (as in transformers).
         masked_positions: (B, T) bool; if given, MLM logits only there, as (N, V).
         encoder_only: the encoder and pooler only (HF's `BertModel`), no MLM, NSP or RTD logits.
         sparse_last_layer (fast path, with masked_positions): the last layer computes only the rows the heads
@@ -292,8 +299,8 @@ class BertForPreTraining(nn.Module):
         if self.fast:
             return BertOutput(**fast.forward(self, input_ids, token_type_ids, options, head_mask=head_mask,
                                              masked_positions=masked_positions, encoder_only=encoder_only,
-                                             sparse_last_layer=sparse_last_layer))
-        hidden, steps = self.bert(input_ids, token_type_ids, options, head_mask)
+                                             sparse_last_layer=sparse_last_layer, inputs_embeds=inputs_embeds))
+        hidden, steps = self.bert(input_ids, token_type_ids, options, head_mask, inputs_embeds)
         x = hidden[-1]  # (B, T, d)
         pooled = self.bert.pooler(x) if self.bert.pooler is not None else None  # (B, d)
         out = BertOutput(mlm_logits=None, nsp_logits=None, hidden_states=hidden, pooled=pooled,

@@ -1,0 +1,7 @@
+"""Why this guess: which tokens made BERT guess what it guessed, by eight methods, and a test of which to believe.
+
+score.py says what is explained (F: a target's logit at a [MASK], minus a contrast's; or ELECTRA's replaced-token
+logit), methods.py computes each method (attention, rollout, flow, value-weighted norms, gradients, integrated
+gradients with Captum, occlusion), checks.py compares them (Spearman agreement) and tests them (deletion curves
+against random orders), report.py runs them all on one input.
+"""

@@ -1,0 +1,205 @@
+"""Eight answers to "which tokens made BERT guess this?", one function each, every one a (T,) float64 array.
+
+Read from attention (what the [MASK] looked at):
+- `attention`: one layer's weights from the explained position (mean over heads, or one head).
+- `rollout` (Abnar & Zuidema, 2020): per layer A' = 0.5 mean_heads(A) + 0.5 I (the residual stream as half of
+  the mixing), rows renormalised; R = A'_L ... A'_1; the explained position's row of R.
+- `flow` (Abnar & Zuidema, 2020): the maximum flow from each input token to the explained position at the last
+  layer through the layered graph whose edge capacities are those A' (networkx).
+- `value_norm` (Kobayashi et al., 2020), last layer: || sum_h alpha_h[m, j] f_h(x_j) ||, f_h(x) = (x W_V^h + b_V^h)
+  W_O^h: the weight times the size of what token j actually sends.
+Read from F itself (what changes the score), on the word vectors e_j (position and segment vectors held fixed):
+- `gradient`: || dF/de_j ||, `gradient_x_input`: e_j . dF/de_j (signed), both from one Captum backward.
+- `integrated_gradients` (Sundararajan et al., 2017; Captum's LayerIntegratedGradients, 50 Gauss-Legendre steps):
+  the path integral of the gradient from a baseline ([PAD] everywhere but [CLS], [SEP] and the explained
+  position) to the input; its sum over tokens is F(x) - F(baseline) up to the convergence delta.
+- `occlusion`: F(x) - F(x with token j replaced by [MASK]); 0 for [CLS], [SEP] and the explained position.
+
+Captum is imported inside the functions that use it: it costs over a second to import, and most pages never do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bertviz_lab.bert.model import BertForPreTraining, BertOutput
+from bertviz_lab.explain.score import Score, scorer
+
+IG_STEPS = 50  # Captum's default n_steps for integrated gradients
+IG_METHOD = "gausslegendre"  # and its default rule
+DELTA_WARN = 0.05  # a convergence delta above this share of |F(x) - F(baseline)| is flagged
+Progress = Callable[[float, str], None]  # (fraction done, what is running)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input and the score explained: (1, T) ids and segments on the model's device, and which tokens
+    are framing ([CLS], [SEP]: `special`, (T,) bool)."""
+
+    model: BertForPreTraining
+    ids: torch.Tensor
+    segments: torch.Tensor
+    score: Score
+    special: np.ndarray
+    mask_id: int
+    pad_id: int
+
+    @property
+    def length(self) -> int:
+        return self.ids.shape[1]
+
+    @property
+    def fixed(self) -> np.ndarray:
+        """(T,) bool: the tokens no method may remove: [CLS], [SEP] and the explained position."""
+        fixed = self.special.copy()
+        fixed[self.score.position] = True
+        return fixed
+
+
+@dataclass(frozen=True)
+class IntegratedGradients:
+    values: np.ndarray  # (T,) attribution per token: the sum over the vector's dimensions
+    steps: int
+    score: float  # F(x)
+    baseline_score: float  # F(baseline)
+    delta: float  # sum(values) - (F(x) - F(baseline)): the integration's error
+
+    @property
+    def flagged(self) -> bool:
+        """The delta is large against what it should add up to: the 50 steps did not converge."""
+        return abs(self.delta) > DELTA_WARN * max(abs(self.score - self.baseline_score), 1e-6)
+
+
+def trace(case: Case) -> BertOutput:
+    """The traced forward every attention method reads (no gradient)."""
+    case.model.eval()
+    with torch.no_grad():
+        return case.model(case.ids, case.segments, trace=True, encoder_only=True)
+
+
+def weights(out: BertOutput) -> np.ndarray:
+    """Every attention weight as (L, H, T, T) float64."""
+    return np.stack([s.weights[0].double().cpu().numpy() for s in out.trace])
+
+
+def attention(A: np.ndarray, position: int, layer: int = -1, head: int | None = None) -> np.ndarray:
+    """Layer `layer`'s weights from `position` to every token: mean over heads, or head `head`."""
+    rows = A[layer, :, position, :]  # (H, T)
+    return rows.mean(0) if head is None else rows[head].copy()
+
+
+def residual_mixing(A: np.ndarray) -> np.ndarray:
+    """Abnar & Zuidema's A' per layer, (L, T, T): 0.5 mean_heads(A) + 0.5 I, each row renormalised to sum 1."""
+    eye = np.eye(A.shape[-1])
+    mixed = 0.5 * A.mean(1) + 0.5 * eye
+    return mixed / mixed.sum(-1, keepdims=True)
+
+
+def rollout(A: np.ndarray, position: int) -> np.ndarray:
+    """R = A'_L ... A'_1 (the first layer rightmost); the explained position's row: how much of each input token
+    reaches it through every layer, if attention were all that mixes tokens."""
+    R = np.eye(A.shape[-1])
+    for mixed in residual_mixing(A):
+        R = mixed @ R
+    return R[position]
+
+
+def flow(A: np.ndarray, position: int) -> np.ndarray:
+    """The maximum flow from each input token to `position` at the top of the layered graph: nodes (layer,
+    token) for layers 0..L, an edge from (l - 1, j) to (l, i) of capacity A'_l[i, j]. The top layer keeps only
+    the explained node (no flow ends anywhere else), and one residual network serves every source: for BERT-base
+    at 32 tokens that is 0.6 s instead of 2.4 s, the same values."""
+    import networkx as nx  # noqa: PLC0415 (only this method needs it)
+    from networkx.algorithms.flow import build_residual_network, preflow_push  # noqa: PLC0415
+
+    mixed = residual_mixing(A)
+    L, T = mixed.shape[0], mixed.shape[-1]
+    graph = nx.DiGraph()
+    for layer in range(1, L + 1):
+        for i in range(T) if layer < L else (position,):
+            graph.add_edges_from(((layer - 1, j), (layer, i), {"capacity": float(mixed[layer - 1, i, j])})
+                                 for j in range(T) if mixed[layer - 1, i, j] > 0)
+    residual = build_residual_network(graph, "capacity")
+    sink = (L, position)
+    return np.array([preflow_push(graph, (0, j), sink, residual=residual, value_only=True).graph["flow_value"]
+                     for j in range(T)])
+
+
+def value_norm(case: Case, out: BertOutput, A: np.ndarray) -> np.ndarray:
+    """|| sum_h alpha_h[m, j] f_h(x_j) || at the last layer, f_h(x) = (x W_V^h + b_V^h) W_O^h (the output
+    projection's bias left out, as Kobayashi et al. do: it is the same for every token)."""
+    steps = out.trace[-1]
+    v = steps.v[0].detach().double()  # (H, T, D): x W_V^h + b_V^h, x the last layer's input
+    H, _, D = v.shape
+    w_o = case.model.bert.encoder.layer[-1].attention.output.dense.weight.detach().double()  # (d, d): out = ctx W_O^T
+    w_o_heads = w_o.T.reshape(H, D, -1)  # (H, D, d): head h's rows of W_O
+    f = torch.einsum("htd,hde->hte", v, w_o_heads)  # (H, T, d): f_h(x_j)
+    alpha = torch.from_numpy(A[-1, :, case.score.position, :]).to(f.device)  # (H, T)
+    return torch.linalg.vector_norm((alpha[..., None] * f).sum(0), dim=-1).cpu().numpy()  # (T,)
+
+
+def gradients(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    """(gradient, gradient x input): || dF/de_j || and e_j . dF/de_j, from one Captum backward."""
+    from captum.attr import LayerGradientXActivation  # noqa: PLC0415 (slow to import: only when asked)
+
+    vectors, forward = scorer(case.model, case.score, case.segments)
+    grads = LayerGradientXActivation(forward, vectors, multiply_by_inputs=False).attribute(case.ids)  # (1, T, e)
+    with torch.no_grad():
+        e = vectors(case.ids)
+    grads = grads[0].double()
+    return (torch.linalg.vector_norm(grads, dim=-1).cpu().numpy(),
+            (grads * e[0].double()).sum(-1).cpu().numpy())
+
+
+def baseline_ids(case: Case) -> torch.Tensor:
+    """Integrated gradients' starting point: [PAD] everywhere but [CLS], [SEP] and the explained position."""
+    keep = torch.from_numpy(case.fixed).to(case.ids.device)[None]
+    return torch.where(keep, case.ids, torch.full_like(case.ids, case.pad_id))
+
+
+def integrated_gradients(case: Case, steps: int = IG_STEPS, progress: Progress | None = None,
+                         chunk: int = 10) -> IntegratedGradients:
+    """Captum's LayerIntegratedGradients on the word vectors, `steps` Gauss-Legendre points, `chunk` of them a
+    forward (so `progress` can move)."""
+    from captum.attr import LayerIntegratedGradients  # noqa: PLC0415 (slow to import: only when asked)
+
+    vectors, forward = scorer(case.model, case.score, case.segments)
+    done = [0]
+
+    def counted(ids: torch.Tensor) -> torch.Tensor:
+        result = forward(ids)
+        done[0] += ids.shape[0]
+        if progress is not None and ids.shape[0] > 1:
+            progress(min(done[0] / steps, 1.0), "integrated gradients")
+        return result
+
+    base = baseline_ids(case)
+    attributions, delta = LayerIntegratedGradients(counted, vectors).attribute(
+        case.ids, baselines=base, n_steps=steps, method=IG_METHOD, internal_batch_size=chunk,
+        return_convergence_delta=True)
+    with torch.no_grad():
+        f_x, f_b = (float(v) for v in case.score(case.model, torch.cat([case.ids, base]), case.segments))
+    return IntegratedGradients(attributions[0].double().sum(-1).cpu().numpy(), steps, f_x, f_b, float(delta[0]))
+
+
+def occlusion(case: Case, progress: Progress | None = None, chunk: int = 32) -> np.ndarray:
+    """F(x) - F(x with token j replaced by [MASK]) for every token j that may be removed; 0 for the others."""
+    movable = np.flatnonzero(~case.fixed)
+    values = np.zeros(case.length)
+    if not len(movable):
+        return values
+    rows = case.ids.repeat(len(movable), 1)  # (N, T): row r masks token movable[r]
+    rows[torch.arange(len(movable)), torch.from_numpy(movable).to(rows.device)] = case.mask_id
+    with torch.no_grad():
+        f_x = float(case.score(case.model, case.ids, case.segments)[0])
+        scores = []
+        for start in range(0, len(movable), chunk):
+            scores.append(case.score(case.model, rows[start:start + chunk], case.segments).double().cpu())
+            if progress is not None:
+                progress(min(start + chunk, len(movable)) / len(movable), "occlusion")
+    values[movable] = f_x - torch.cat(scores).numpy()
+    return values

@@ -1,0 +1,111 @@
+"""Every method on one input, as one record: `explain` runs them, `Explanation` holds what they said.
+
+The methods' names, titles and one-line definitions are here once (`METHODS`), for the page, the CLI's JSON
+and the tests alike.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.explain import methods as m
+from bertviz_lab.explain.checks import agreement
+from bertviz_lab.explain.score import Score, frozen
+
+
+@dataclass(frozen=True)
+class Method:
+    key: str  # as the CLI's JSON names it
+    title: str
+    signed: bool  # can be negative (a token that argues against the guess): drawn on a diverging scale
+    definition: str  # one line, under its strip
+    kind: str  # "attention" (read from the weights) or "score" (read from F)
+
+
+METHODS = {x.key: x for x in (
+    Method("attention", "attention", False, "the weights from the [MASK] to each token in one layer (mean over "
+           "heads unless one head is picked): where it looked, not why", "attention"),
+    Method("rollout", "rollout", False, "attention multiplied through every layer, each layer's weights averaged "
+           "with the identity for the residual stream (Abnar & Zuidema 2020)", "attention"),
+    Method("flow", "attention flow", False, "the most 'attention' that can flow from each token to the [MASK] "
+           "through the layers, capacities as in rollout (Abnar & Zuidema 2020)", "attention"),
+    Method("value_norm", "value-weighted norm", False, "last layer: the size of what each token sends the [MASK], "
+           "|| Σ_h α_h f_h(x_j) ||, weight times transformed value (Kobayashi et al. 2020)", "attention"),
+    Method("gradient", "gradient", False, "|| dF/de_j ||: how fast the score changes when the token's word vector "
+           "moves, in any direction", "score"),
+    Method("gradient_x_input", "gradient × input", True, "e_j · dF/de_j: the first-order guess at what the "
+           "token's word vector adds to the score (signed)", "score"),
+    Method("integrated_gradients", "integrated gradients", True, "the gradient averaged along the path from a "
+           "[PAD] sentence to this one, times the difference: adds up to F(x) - F(baseline) (signed)", "score"),
+    Method("occlusion", "occlusion", True, "F(x) - F(x with this token replaced by [MASK]): what removing it "
+           "really does to the score (signed)", "score"),
+)}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What every method said about one score on one input."""
+
+    tokens: list[str]
+    score: Score
+    value: float  # F(x)
+    prob: float  # p(target), or p(replaced)
+    values: dict[str, np.ndarray]  # METHODS key -> (T,)
+    ig: m.IntegratedGradients
+    fixed: np.ndarray  # (T,) bool: [CLS], [SEP] and the explained position, which no method may remove
+    layer: int  # the attention strip's layer (0-based) and head (None: mean over heads)
+    head: int | None
+    seconds: dict[str, float] = field(default_factory=dict)  # method -> time it took (the bench prints these)
+
+    @property
+    def movable(self) -> np.ndarray:
+        """The tokens that can be removed (masked): what agreement and the deletion curves range over."""
+        return np.flatnonzero(~self.fixed)
+
+    @property
+    def agreement(self) -> dict[str, dict[str, float | None]]:
+        return agreement(self.values, self.movable)
+
+
+def case_for(model: BertForPreTraining, ids: list[int], segments: list[int], special: list[bool], score: Score,
+             mask_id: int, pad_id: int) -> m.Case:
+    device = next(model.parameters()).device
+    return m.Case(frozen(model), torch.tensor([ids], device=device), torch.tensor([segments], device=device), score,
+                  np.asarray(special, bool), mask_id, pad_id)
+
+
+def explain(case: m.Case, tokens: list[str], *, layer: int = -1, head: int | None = None, ig_steps: int = m.IG_STEPS,
+            progress: m.Progress | None = None) -> Explanation:
+    """All eight methods on `case`. `layer` and `head`: which attention the attention strip shows."""
+    case.model.eval()
+    seconds, values = {}, {}
+
+    def timed(name: str, fn):
+        start = time.perf_counter()
+        result = fn()
+        seconds[name] = time.perf_counter() - start
+        return result
+
+    out = timed("forward (traced)", lambda: m.trace(case))
+    A = m.weights(out)
+    layer = layer % A.shape[0]
+    values["attention"] = timed("attention", lambda: m.attention(A, case.score.position, layer, head))
+    values["rollout"] = timed("rollout", lambda: m.rollout(A, case.score.position))
+    values["flow"] = timed("flow", lambda: m.flow(A, case.score.position))
+    values["value_norm"] = timed("value_norm", lambda: m.value_norm(case, out, A))
+    if progress is not None:
+        progress(0.0, "gradients")
+    values["gradient"], values["gradient_x_input"] = timed("gradient", lambda: m.gradients(case))
+    ig = timed("integrated_gradients", lambda: m.integrated_gradients(case, ig_steps, progress))
+    values["integrated_gradients"] = ig.values
+    values["occlusion"] = timed("occlusion", lambda: m.occlusion(case, progress))
+    with torch.no_grad():
+        f, p = case.score.evaluate(case.model, case.ids, case.segments)
+    values = {key: values[key] for key in METHODS}  # the table's order
+    return Explanation(list(tokens), case.score, float(f[0]), float(p[0]), values, ig, case.fixed, layer, head,
+                       seconds)
