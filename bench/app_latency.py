@@ -174,10 +174,13 @@ def finished_runs(root: Path) -> None:
                        capture_output=True)
 
 
+REVEALED = (1, 2, 3, 4, 5, 6, 7, 8, 11)  # the Lesson's steps that do not train
+
+
 def reveal_lesson(at) -> None:
-    """Answer and reveal every step of the Lesson but the two that train (8 and 9, with progress bars of their
+    """Answer and reveal every step of the Lesson but the two that train (9 and 10, with progress bars of their
     own), so that its redraws draw the revealed views."""
-    for step in (1, 2, 3, 4, 5, 6, 7, 10):
+    for step in REVEALED:
         at.selectbox(key="lesson.step").set_value(step).run()
         for kind in ("number_input", "pills", "radio", "selectbox"):
             try:
@@ -202,11 +205,14 @@ def page_edits(n: int) -> list[tuple[str, str, dict, str | None, str | None, obj
         return [options[i % len(options)] for i in range(n)]
 
     edits = [("Home", "redraw, nothing changed", {}, None, None, [None] * n),
-             ("Lesson", "another step", {}, "selectbox", "lesson.step", [1 + (i + 1) % 10 for i in range(n)]),
+             ("Lesson", "another step", {}, "selectbox", "lesson.step", [1 + (i + 1) % 11 for i in range(n)]),
              ("Lesson", "another step, answers revealed", reveal_lesson, "selectbox", "lesson.step",
-              [(1, 2, 3, 4, 5, 6, 7, 10)[(i + 1) % 8] for i in range(n)]),
+              [REVEALED[(i + 1) % len(REVEALED)] for i in range(n)]),
              ("Mask & predict", "new sentence", {}, "text_area", "predict.text_a", masked),
-             ("Attention", "new sentence", {}, "text_area", "attn.text_a", texts)]
+             ("Attention", "new sentence", {}, "text_area", "attn.text_a", texts),
+             ("Why this guess?", "new sentence (every method computed)", {}, "text_area", "why.text_a", masked),
+             ("Why this guess?", "another attention layer (computed once)", {}, "segmented_control", "why.layer",
+              [i % 4 for i in range(n)])]
     edits += [("Representations", f"{tab}: {key}", {"repr.tab": tab}, kind, key, values)
               for tab, (kind, key, values) in tabs.items()]
     edits += [("Pretrain live", "new probe sentence", {}, "text_input", "pretrain.probe", masked),

@@ -57,7 +57,7 @@ class Session:
     @classmethod
     async def open(cls, url: str, page: str, timeout_s: float = 120.0, query: str = "") -> tuple[Session, Run]:
         """Connect and run `page` (its URL path, e.g. "attention") once, as a browser opening the page
-        (`query`: the link's query string, e.g. "step=8")."""
+        (`query`: the link's query string, e.g. "step=9")."""
         import websockets
 
         parts = urlparse(url)

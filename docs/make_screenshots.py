@@ -27,8 +27,8 @@ from tests.browser.harness import (
 )
 
 DOCS = Path(__file__).resolve().parent
-PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("representations", "representations"),
-         ("timelapse", "timelapse"), ("losses", "losses"), ("worked", "worked")]
+PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("why", "why"),
+         ("representations", "representations"), ("timelapse", "timelapse"), ("losses", "losses"), ("worked", "worked")]
 # Pages that show runs, from the runs folder ($BERTVIZ_RUNS or runs/): (file name, page path, the run kind);
 # skipped when that folder has no finished run of that kind (start one on the page first).
 RUN_PAGES = [("pretrain", "pretrain", "pretrain"), ("finetune", "finetune", "finetune")]

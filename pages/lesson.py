@@ -1,4 +1,4 @@
-"""Lesson: a class walks through how BERT works in ten steps, from tokens to contextual vectors.
+"""Lesson: a class walks through how BERT works in eleven steps, from tokens to contextual vectors.
 
 Each step is one short paragraph, a question the class answers before it sees anything (predict, then
 reveal), and the live view the Reveal unlocks: every number computed from the active model on the
@@ -44,26 +44,31 @@ INTRO = (
     "After the last layer the MLM head turns the vector at [MASK] into one score (a logit) per token of the "
     "vocabulary, and a softmax turns the scores into probabilities. Unlike a left-to-right model, BERT uses the "
     "words on both sides of the blank.",
-    # 6. The MLM loss
+    # 6. Which word mattered most?
+    "Which words did the guess rest on? Two ways to ask the model. Attention: where the last layer looked from the "
+    "blank, its weights averaged over the heads. Occlusion: hide one word at a time under the blank's own token, "
+    "run the model again, and see how far the guess's score (its logit) falls. Occlusion tests; attention only "
+    "shows where the model looked, and the two need not agree.",
+    # 7. The MLM loss
     "In pretraining the hidden word is known, and BERT is scored on it: the loss at a masked position is "
     "−log p(true word). It is 0 when BERT gives the true word probability 1, ln V when it spreads its "
     "probability evenly over all V tokens, and more when it bets against the true word. The MLM loss is the mean "
     "over the masked positions, about 15% of the tokens.",
-    # 7. Next sentence prediction
+    # 8. Next sentence prediction
     "BERT's second pretraining task: it reads two sentences, [CLS] A [SEP] B [SEP], and says whether B is the "
     "sentence that came next (IsNext) or a random one (NotNext); half its training pairs were each. The "
     "[CLS] vector goes through the pooler and a two-way classifier; the loss is −log p(the right label).",
-    # 8. A short training run
+    # 9. A short training run
     "Now train a BERT yourselves: a tiny one, from random weights, on the lab's corpus of generated stories, "
     "with the loop the Pretrain page uses (15% of the tokens masked, the MLM and NSP losses, the AdamW "
     "optimizer). Before it has learned anything, how wrong is it?",
-    # 9. A linear probe
+    # 10. A linear probe
     "Pretraining is half of BERT's recipe; the other half is fine-tuning: the whole network, every weight, "
     "trains further on a task with labels. This step does something simpler, a linear probe (the feature-based "
     "approach): the encoder stays frozen, and one linear layer learns the task from its vectors (here each "
     "input's last-layer vectors, averaged), so it measures what the vectors already hold. Does pretraining "
     "help, compared with the same network with random weights?",
-    # 10. Contextual vectors
+    # 11. Contextual vectors
     "Layer 0 is the embedding layer's output, what layer 1 reads; each layer after it computes a new vector for "
     "every token. Compare one word in three sentences, two in one sense and one in another, by cosine similarity "
     "within a layer: each layer has its own geometry, so cosines from different layers do not compare.",
@@ -71,7 +76,7 @@ INTRO = (
 
 if not projector.on():  # projector view: the top bar names the page, and every line counts at 1024 x 768
     st.title("Lesson: how BERT works")
-    st.caption("Ten steps through BERT, each with a question to answer before the model shows its own answer, "
+    st.caption("Eleven steps through BERT, each with a question to answer before the model shows its own answer, "
                "computed live from the active model.")
 ckpt = active_model()
 family_note(ckpt)

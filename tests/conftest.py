@@ -22,6 +22,16 @@ def vocab_of_size(n: int) -> list[str]:
     return tokens + [f"tok{i}" for i in range(n - len(tokens))]
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a module of tiny models (`pytestmark = pytest.mark.usefixtures("one_thread")`): a tiny
+    model gains nothing from two, and on a busy 2-core machine two threads spin, many times slower than one."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_hugging_face_network(tmp_path_factory):
     """No test reaches the Hugging Face Hub or the user's cache: offline, a cache in a temporary folder and an

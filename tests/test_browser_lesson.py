@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.browser,
                                  reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
 SHOTS = ROOT / "test-artifacts" / "screenshots"  # not docs/: its committed pictures stay as they are
 MASKED = "The lesson's sentence (with [MASK] where BERT should guess a word)"
-STEPS = range(1, 11)
+STEPS = range(1, 12)
 # The bottom edge of the question, of Reveal, Back and Next, and of the page's first element, in the viewport.
 BOTTOMS = """step => {
   const bottom = e => e ? Math.round(e.getBoundingClientRect().bottom) : null;
@@ -65,7 +65,7 @@ def test_every_steps_question_reveal_back_and_next_are_on_the_first_screen(serve
             assert shown["scrolled"] == 0 and page.locator(EXCEPTION).count() == 0
             for what in ("question", "reveal", "back", "next"):
                 assert shown[what] is not None and 0 < shown[what] <= 768, (width, step, what, shown)
-            if projector and step in (3, 7):
+            if projector and step in (3, 8):  # the heads grid; the two sentences B
                 page.screenshot(path=str(SHOTS / f"lesson_projector_step{step}.png"))
             if step < len(STEPS):
                 page.keyboard.press("ArrowRight")  # Next's shortcut

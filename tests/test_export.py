@@ -33,6 +33,7 @@ from bertviz_lab.figures import representations as fr
 from bertviz_lab.figures import shapes as fs
 from bertviz_lab.figures import timelapse as ft
 from bertviz_lab.figures import training as ftr
+from bertviz_lab.figures import why as fy
 from bertviz_lab.figures import worked as fw
 from bertviz_lab.metrics import EVAL, TRAIN, Metrics
 from bertviz_lab.ui import handout
@@ -85,6 +86,19 @@ def check_vector(t) -> bool:
 
 
 CASES = {
+    "why.heat_strips": (lambda: fy.heat_strips({"occlusion": np.array([1.0, -2.0]), "attention": np.array([0.2, 0.4])},
+                                               {"occlusion": True, "attention": False}, ["0 a<b", "1 c"], "h"),
+                        lambda t: column(t, "method value", y="occlusion") == [1.0, -2.0]
+                        and column(t, "method value", y="attention", x="1 c") == [0.4]
+                        and cell(t, "1 c", "occlusion") == 0.0 and cell(t, "1 c", "attention") == 1.0),  # colour
+    "why.agreement_matrix": (lambda: fy.agreement_matrix(np.array([[1.0, -0.5], [-0.5, np.nan]]), ["a", "<b>"], "r"),
+                             lambda t: cell(t, "<b>", "a") == -0.5 and np.isnan(cell(t, "<b>", "<b>"))),
+    "why.deletion_curves": (lambda: fy.deletion_curves({"flow": np.array([0.5, 0.2, 0.1])},
+                                                       np.array([[0.5, 0.4, 0.1], [0.5, 0.2, 0.3]]), {"flow"}, "p", "d"),
+                            lambda t: column(t, "y", trace="flow") == [0.5, 0.2, 0.1]
+                            and column(t, "y", trace="random orders: mean (band: ±1 sd)") == pytest.approx([0.5, 0.3, 0.2])
+                            and column(t, "y", trace="random orders: mean + 1 sd") == pytest.approx([0.5, 0.4, 0.3])
+                            and column(t, "y", trace="random orders: mean − 1 sd") == pytest.approx([0.5, 0.2, 0.1])),
     "attention.attention_heatmap": (lambda: fa.attention_heatmap(W, LABELS, LABELS, "T"), check_heatmap),
     "attention.attention_grid": (lambda: fa.attention_grid(np.stack([[W, W * 2], [W * 3, W * 4]]), LABELS, LABELS,
                                                            np.array([[True, True], [True, False]]), "g"), check_grid),

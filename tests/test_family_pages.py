@@ -170,8 +170,26 @@ def check_losses(at: AppTest, m: Member) -> None:
     assert "Step “Next sentence prediction” is skipped: this model has no NSP head" in notes(at)
 
 
+def check_why(at: AppTest, m: Member) -> None:
+    """The strips over the family's own tokens, and F the family model's own logit: its top guess's at the mask, or
+    the discriminator's replaced-token logit at the first word."""
+    ids = own_ids(m, at.text_area(key="why.text_a").value)
+    tokens, logits = m.tokenizer.convert_ids_to_tokens(ids), own_run(m, ids).logits[0].double()
+    strips = figures(at)[0]
+    assert strips["layout"]["title"]["text"].startswith("Each method's answer, token by token")
+    assert framed(m, tokens) and [html.unescape(x).split(" ", 1)[1] for x in strips["data"][0]["x"]] == tokens
+    line = shown(next(md.value for md in at.markdown if md.value.startswith("**F = ")))
+    if m.discriminator:
+        f, said = logits[1], "**F = the replaced-token logit** at token 1 "
+    else:
+        at_mask = logits[ids.index(m.tokenizer.mask_token_id)]
+        f, top = at_mask.max(), m.tokenizer.convert_ids_to_tokens(int(at_mask.argmax()))
+        said = f"**F = logit({top})** at {m.tokenizer.mask_token} #1 "
+    assert line.startswith(said) and f"= {float(f):.4f};" in line, (line, float(f))
+
+
 CHECKS = {"home": check_home, "predict": check_predict, "attention": check_attention,
-          "representations": check_representations, "losses": check_losses}
+          "representations": check_representations, "losses": check_losses, "why": check_why}
 SESSION = {"attention": {"attn__text_a": "the cat sat on the mat ."},  # short: no family truncates it
            "representations": {"repr__set": "your own sentences", "repr__word": SAME_WORD,
                                "repr__sentences": SAME_WORD_LINES}}

@@ -1,7 +1,8 @@
 """The Lesson's sentences on every family's random checkpoint (tests/family_models.py): the framing step 1 shows
 is the tokenizer's own, the previous-token step names a head only where one clearly does it, the contextual step
-says what layer 0 can tell, the embedding step finds its options among the tokenizer's own entries, and step 7
-writes sentence B as the model reads it."""
+says what layer 0 can tell, the embedding step finds its options among the tokenizer's own entries, the step on the
+word that mattered most reads occlusion and attention as views/why.py does and writes the family's mask token, and
+step 8 writes sentence B as the model reads it."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from bertviz_lab.views import inputs
 from bertviz_lab.views import lesson as vl
 from bertviz_lab.views import lesson_heads as vlh
 from bertviz_lab.views import lesson_vectors as vlv
+from bertviz_lab.views import lesson_why as vlw
+from bertviz_lab.views import why
 
 MEMBERS = ["bert", "distilbert", "roberta", "xlm-roberta", "electra-generator", "albert"]
 BERT_FRAME, ROBERTA_FRAME = "`[CLS]` A `[SEP]` B `[SEP]`", "`<s>` A `</s>` `</s>` B `</s>`"
@@ -109,7 +112,23 @@ def test_the_pronoun_head_and_the_embedding_question_work_for_every_family(membe
             vlv.embeddings(model, tokenizer, word)
 
 
-def test_step_7_writes_sentence_b_as_this_model_reads_it(member):
+def test_the_word_that_mattered_most_is_occlusions_and_the_step_writes_the_familys_mask(member):
+    _, _, ckpt = member
+    tokenizer = ckpt.tokenizer
+    encoding = inputs.encode(tokenizer, ckpt.model, f"the cat sat on the {tokenizer.mask_token} .")
+    quiz, found = vlw.word_that_mattered(ckpt.model, tokenizer, encoding)
+    result = why.why(ckpt.model, tokenizer, encoding)
+    values, movable = result.explanation.values, result.explanation.movable
+    labels = vl.token_options([vlv.shown(t) for t in encoding.tokens])
+    assert list(quiz.question.options) == [labels[i] for i in movable] == found.labels
+    occluded, attended = (labels[why.strongest(values[k], movable)] for k in ("occlusion", "attention"))
+    assert (quiz.answer, found.attended) == (occluded, attended)
+    assert ("attention and occlusion agree" in quiz.why) == (occluded == attended)
+    assert tokenizer.mask_token in quiz.question.prompt and f"“{vlv.shown(result.target)}”" in quiz.question.prompt
+    assert ("[MASK]" in quiz.question.prompt) == (tokenizer.mask_token == "[MASK]")
+
+
+def test_step_8_writes_sentence_b_as_this_model_reads_it(member):
     _, _, ckpt = member
     tokenizer = ckpt.tokenizer
     typed = "The Cat sat on the mat."

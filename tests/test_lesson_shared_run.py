@@ -24,7 +24,7 @@ from bertviz_lab.ui import once
 from bertviz_lab.views import lesson_runs as runs
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "lesson.py")
-STEP = 8  # the short training run
+STEP = 9  # the short training run
 REVEAL = f"lesson.reveal.{STEP}"
 MOON = "the loss went to the moon"
 WAIT_S = 120  # the most any step waits for another thread: only a hang reaches it

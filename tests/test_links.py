@@ -19,7 +19,7 @@ from bertviz_lab.views import inputs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGE_FILES = {"predict": "pages/predict.py", "attention": "pages/attention.py", "losses": "pages/losses.py",
-              "representations": "pages/representations.py", "timelapse": "pages/timelapse.py"}
+              "representations": "pages/representations.py", "timelapse": "pages/timelapse.py", "why": "pages/why.py"}
 NOTE = "This link asked for something this view cannot show"
 
 
@@ -326,7 +326,7 @@ def test_runs_in_a_link_is_the_runs_root_wherever_it_points(visitor, monkeypatch
     assert query_of(at)["model"] == "runs/r1/checkpoint"
 
 
-@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse"])
+@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse", "why"])
 def test_every_page_survives_garbage_in_every_one_of_its_parameters(page):
     garbage = {p.name: ("\x07" * 3 if i % 2 else "9" * 40) for i, p in enumerate(links.PAGES[page])}
     at = open_link(page, garbage)
@@ -336,7 +336,8 @@ def test_every_page_survives_garbage_in_every_one_of_its_parameters(page):
 def test_the_readme_lists_every_pages_parameters():
     readme = (Path(APP).parent / "README.md").read_text()
     titles = {"Lesson": "lesson", "Mask & predict": "predict", "Attention": "attention",
-              "Losses step by step": "losses", "Representations": "representations", "Time-lapse": "timelapse"}
+              "Losses step by step": "losses", "Representations": "representations", "Time-lapse": "timelapse",
+              "Why this guess": "why"}
     rows = {}
     for line in readme.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -365,3 +366,14 @@ def test_projector_view_keeps_every_control_working():
     assert not at.exception
     link = query_of(at)
     assert (link["projector"], link["layer"], link["query"]) == ("1", "3", "2")
+
+
+def test_a_why_link_opens_the_explanation_it_names():
+    """?target=, ?contrast=, ?layer= and ?head= come back as the page's choices, and the page explains that guess."""
+    at = open_link("why", {"a": "the cat sat on the [MASK] .", "target": "rug", "contrast": "mat", "layer": "1",
+                           "head": "2"})
+    assert notes(at) == []
+    assert at.session_state["why.target"] == "rug" and at.session_state["why.contrast"] == "mat"
+    assert at.session_state["why.layer"] == 1 and at.session_state["why.head"] == 2
+    assert any("logit(rug)" in m.value and "logit(mat)" in m.value for m in at.markdown)
+    assert query_of(at) == {"target": "rug", "contrast": "mat", "layer": "1", "head": "2"}  # `a`: the default

@@ -82,13 +82,7 @@ def table(at: AppTest, column: str):
     return next(d.value for d in [*at.dataframe, *at.table] if column in d.value.columns)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models on a busy machine: one thread is many times faster than several fighting for two cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny models run on one torch thread
 
 
 @pytest.fixture

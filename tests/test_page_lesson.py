@@ -88,6 +88,22 @@ def near(values: dict) -> set:
     return {option for option, value in values.items() if best - value < vl.NEAR}
 
 
+@torch.no_grad()
+def hiding_lowers_most(ckpt, enc) -> tuple[str, set]:
+    """The word whose hiding under [MASK] lowers the top guess's logit most, and the words within the lesson's
+    margin (NEAR of the top drop's size) of it."""
+    at = enc.tokens.index("[MASK]")
+    words = [i for i, t in enumerate(enc.tokens) if t not in ("[CLS]", "[SEP]", "[MASK]")]
+    ids = torch.tensor([enc.ids] * (len(words) + 1))
+    ids[torch.arange(1, len(words) + 1), words] = ckpt.tokenizer.mask_id
+    logits = ckpt.model.eval()(ids, torch.tensor([enc.segment_ids] * len(ids))).mlm_logits[:, at]
+    guess = int(logits[0, :ckpt.tokenizer.vocab_size].argmax())
+    labels = vl.token_options(enc.tokens)
+    drop = {labels[i]: float(logits[0, guess] - logits[k + 1, guess]) for k, i in enumerate(words)}
+    best = max(drop, key=drop.get)
+    return best, {w for w, d in drop.items() if drop[best] - d < vl.NEAR * abs(drop[best])}
+
+
 def expected_answers(ckpt, at: AppTest) -> dict[int, tuple[object, set]]:
     """Each step's answer and the options it accepts, from the model's own numbers, computed here without the
     page's views."""
@@ -114,28 +130,29 @@ def expected_answers(ckpt, at: AppTest) -> dict[int, tuple[object, set]]:
     probs = out.mlm_logits[0, enc.tokens.index("[MASK]")].softmax(-1)
     top = {tok.id_to_token(int(i)): float(probs[i]) for i in probs.topk(4).indices}
     found[5] = max(top, key=top.get), near(top)
+    found[6] = hiding_lowers_most(ckpt, enc)
     nll = -float(probs[tok.token_to_id("mat")].log())
     band = next(label for edge, label in vl.LOSS_BANDS if nll < edge)
-    found[6] = band, {band}
-    go(at, 7)
+    found[7] = band, {band}
+    go(at, 8)
     p_next = {b: float(run(ckpt, "the cat sat on the mat .", b)[1].nsp_logits[0].softmax(-1)[0])
-              for b in options(at, 7)}
-    found[7] = max(p_next, key=p_next.get), near(p_next)
+              for b in options(at, 8)}
+    found[8] = max(p_next, key=p_next.get), near(p_next)
     step0 = Trainer(runs.tiny_config(0)).evaluate().loss
     start = min(runs.start_question(runs.tiny_vocab_size())[1].items(), key=lambda kv: abs(kv[1] - step0))[0]
-    found[8] = start, {start}
+    found[9] = start, {start}
     probes = runs.compare_probes(model, tok, "acceptability").accuracy
     pre, rnd = probes[runs.PRETRAINED], probes[runs.RANDOM]
     two_se = 2 * math.sqrt((pre * (1 - pre) + rnd * (1 - rnd)) / runs.PROBE_DEV)
     verdict = runs.probe_question().options[2] if abs(pre - rnd) <= two_se else \
         runs.PRETRAINED if pre > rnd else runs.RANDOM
-    found[9] = verdict, {verdict}
+    found[10] = verdict, {verdict}
     vectors = [torch.stack([h[0, e.tokens.index("bank")] for h in o.hidden_states])
                for e, o in (run(ckpt, s) for s in SENSES)]
     same = torch.nn.functional.cosine_similarity(vectors[0], vectors[2], dim=-1)[[0, -1]]  # layer 0, the last
     other = torch.nn.functional.cosine_similarity(vectors[0], vectors[1], dim=-1)[[0, -1]]
     readings = [{True, False} if abs(g) < vl.NEAR else {bool(g > 0)} for g in (same - other).tolist()]
-    found[10] = vlv.CLOSER[tuple(bool(g > 0) for g in (same - other).tolist())], \
+    found[11] = vlv.CLOSER[tuple(bool(g > 0) for g in (same - other).tolist())], \
         {vlv.CLOSER[(a, b)] for a in readings[0] for b in readings[1]}
     return found
 
@@ -143,10 +160,10 @@ def expected_answers(ckpt, at: AppTest) -> dict[int, tuple[object, set]]:
 def test_every_step_reveals_the_models_own_answer_and_the_score_counts(mini):
     at = page()
     expected = expected_answers(mini, at)
-    wrong_at = {3, 7}  # the class guesses wrong here, right everywhere else
+    wrong_at = {3, 8}  # the class guesses wrong here, right everywhere else
     go(at, 1)
     assert score(at) == "**Score:** no answers revealed yet"
-    for step in range(1, 11):
+    for step in range(1, len(vl.STEPS) + 1):
         assert at.subheader[0].value == f"{step}. {vl.STEPS[step - 1]}"
         assert at.button(key=f"lesson.reveal.{step}").disabled  # no guess yet: nothing to reveal
         choices = [] if step == 1 else options(at, step)
@@ -158,22 +175,22 @@ def test_every_step_reveals_the_models_own_answer_and_the_score_counts(mini):
         assert f"The model's answer: **{right}**" in verdict
         n_right = step - len([s for s in wrong_at if s <= step])
         assert score(at) == f"**Score:** {n_right} of {step} right so far" and f"{n_right} of {step}" in verdict
-        if step < 10:
+        if step < len(vl.STEPS):
             at.button(key="lesson.next").click().run()
     assert at.button(key="lesson.next").disabled
     at.button(key="lesson.back").click().run()
-    assert at.subheader[0].value == "9. A linear probe" and at.selectbox(key="lesson.step").value == 9
+    assert at.subheader[0].value == "10. A linear probe" and at.selectbox(key="lesson.step").value == 10
     assert "Dev accuracy" in at.success[0].value.replace("\\", "")  # still revealed, still right
 
 
 def test_the_revealed_views_hold_the_models_numbers(mini):
-    at = go(page(), 6)
-    answer(at, 6, vl.LOSS_BANDS[0][1])
+    at = go(page(), 7)
+    answer(at, 7, vl.LOSS_BANDS[0][1])
     enc, out = run(mini, "the cat sat on the [MASK] .")
     nll = -float(out.mlm_logits[0, enc.tokens.index("[MASK]")].log_softmax(-1)[mini.tokenizer.token_to_id("mat")])
     assert {m.label: m.value for m in at.metric}["Loss = −log p"] == f"{nll:.3f}"
-    go(at, 8)
-    answer(at, 8, options(at, 8)[-1])
+    go(at, 9)
+    answer(at, 9, options(at, 9)[-1])
     held_out = [r for r in at.session_state["lesson.training"][2]]
     assert held_out[0].step == 0 and held_out[-1].step == runs.TINY.steps
     assert held_out[-1].loss < held_out[0].loss - 0.5  # it learned something in seconds
@@ -196,10 +213,11 @@ def test_a_new_sentence_asks_again_and_start_over_clears_the_score(mini):
     (1, "lesson.masked", "   ", "warning", "empty"),
     (1, "lesson.masked", "the cat " * 40, "warning", "at most 64"),
     (5, "lesson.masked", "the cat sat on the mat .", "info", "no [MASK]"),
-    (6, "lesson.true_word", "blorptastic", "warning", "the loss at one [MASK] needs a word that is one token"),
-    (7, "lesson.nsp_b", "", "warning", "second sentence"),
-    (10, "lesson.sense_a", "the cat sat on the mat .", "warning", "does not contain"),
-    (10, "lesson.sense_c", "  ", "warning", "three sentences"),
+    (6, "lesson.masked", "the cat sat on the mat .", "info", "no [MASK]"),
+    (7, "lesson.true_word", "blorptastic", "warning", "the loss at one [MASK] needs a word that is one token"),
+    (8, "lesson.nsp_b", "", "warning", "second sentence"),
+    (11, "lesson.sense_a", "the cat sat on the mat .", "warning", "does not contain"),
+    (11, "lesson.sense_c", "  ", "warning", "three sentences"),
 ])
 def test_bad_input_says_what_is_wrong(step, key, text, kind, words):
     at = go(page(), step)
@@ -207,7 +225,7 @@ def test_bad_input_says_what_is_wrong(step, key, text, kind, words):
     assert not at.exception, at.exception
     messages = [m.value.replace("\\", "") for m in getattr(at, kind)]
     assert any(words in m for m in messages), messages
-    assert not at.button(key="lesson.back" if step == 10 else "lesson.next").disabled  # the class moves on
+    assert not at.button(key="lesson.back" if step == len(vl.STEPS) else "lesson.next").disabled  # moves on
 
 
 def test_a_model_without_mlm_or_nsp_head_says_the_step_needs_one(headless_checkpoint):
@@ -215,7 +233,7 @@ def test_a_model_without_mlm_or_nsp_head_says_the_step_needs_one(headless_checkp
     at.session_state["model.path"] = str(headless_checkpoint)
     at.run()
     for step, what in ((5, "masked-language-model (MLM) head"), (6, "masked-language-model (MLM) head"),
-                       (7, "next-sentence (NSP) head")):
+                       (7, "masked-language-model (MLM) head"), (8, "next-sentence (NSP) head")):
         go(at, step)
         assert any(what in m.value.replace("\\", "") for m in at.info), [m.value for m in at.info]
         assert f"lesson.reveal.{step}" not in [b.key for b in at.button]  # nothing to ask
@@ -227,12 +245,12 @@ def test_a_link_restores_the_step_and_the_sentences():
     params = {p.name: p for p in links.PAGES["lesson"]}
     assert params["step"].read("3") == 3 and params["a"].key.name == "lesson.masked"
     with pytest.raises(ValueError):
-        params["step"].read("11")
+        params["step"].read(str(len(vl.STEPS) + 1))
 
 
 def test_the_training_chart_grows_live_but_the_handout_keeps_only_the_finished_chart():
-    at = go(page(), 8)
-    answer(at, 8, options(at, 8)[0])
+    at = go(page(), 9)
+    answer(at, 9, options(at, 9)[0])
     (view,) = at.session_state["handout.views"].values()
     assert [name for name, _ in view.charts.values()] == ["lesson_training"]  # no frame of the live chart
     (held_out,) = [t for t in view.charts[next(iter(view.charts))][1].data if t.name == "held-out"]
@@ -245,8 +263,8 @@ def test_the_probes_are_trained_once_for_every_session(monkeypatch):
     ui.PROBES.clear()
     verdicts = []
     for _ in range(2):  # two sessions, one after the other
-        at = go(page(), 9)
-        verdicts.append(answer(at, 9, runs.PRETRAINED))
+        at = go(page(), 10)
+        verdicts.append(answer(at, 10, runs.PRETRAINED))
         assert not at.progress  # the probes' bar is gone once they are done
     assert calls == ["acceptability"] and verdicts[0] == verdicts[1]
 
@@ -256,7 +274,7 @@ def captions(at: AppTest) -> list[str]:
 
 
 def intro() -> tuple[str, ...]:
-    """The page's ten paragraphs, read from its source (running the page file would need a session)."""
+    """The page's paragraphs, one a step, read from its source (running the page file would need a session)."""
     tree = ast.parse(Path(PAGE).read_text(encoding="utf-8"))
     (node,) = [n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "INTRO"]
     return ast.literal_eval(node.value)
@@ -268,9 +286,10 @@ def test_the_paragraphs_say_what_is_true_for_every_family():
     assert "from −1 (opposite directions) through 0 (perpendicular) to 1" in text[1]  # cosine's whole range
     assert "in most models" in text[1] and "where a model's embeddings have another width" in text[1]
     assert "d_head is the number of dimensions of q and k" in text[3] and "length" not in text[3]
-    assert "linear probe (the feature-based approach)" in text[8] and "cheapest kind" not in text[8]
-    assert "Layer 0 is the embedding layer's output" in text[9] and "layer 0: the embeddings" not in text[9]
-    assert "within a layer" in text[9] and "do not compare" in text[9]
+    assert "[MASK]" not in text[5] and "the blank's own token" in text[5]  # the mask token as each family writes it
+    assert "linear probe (the feature-based approach)" in text[9] and "cheapest kind" not in text[9]
+    assert "Layer 0 is the embedding layer's output" in text[10] and "layer 0: the embeddings" not in text[10]
+    assert "within a layer" in text[10] and "do not compare" in text[10]
 
 
 def test_the_embedding_step_says_what_this_model_adds_before_layer_1():
@@ -288,8 +307,8 @@ def test_the_softmax_step_shows_the_heads_held_out_score_beside_the_example():
 
 
 def test_the_probe_step_names_its_band_in_points_and_full_fine_tunings_figure():
-    at = go(page(), 9)
-    verdict = answer(at, 9, runs.PRETRAINED)
+    at = go(page(), 10)
+    verdict = answer(at, 10, runs.PRETRAINED)
     assert "points" in verdict and "standard errors" in verdict
     full = [c for c in captions(at) if "Full fine-tuning" in c]
     assert full and "93.5%" in full[0] and "bench.finetune_gain" in full[0]  # the shipped model, acceptability
@@ -305,8 +324,8 @@ def test_the_default_senses_put_bank_at_different_places_in_sentences_2_and_3(mi
 
 
 def test_the_contextual_step_says_what_layer_0_can_tell():
-    at = go(page(), 10)
-    verdict = answer(at, 10, vlv.CLOSER[(False, True)])
+    at = go(page(), 11)
+    verdict = answer(at, 11, vlv.CLOSER[(False, True)])
     assert "sentence 1's and sentence 2's “bank” are one vector (cosine 1): the same token at the same " \
         "position 7, though their senses differ" in verdict
     assert verdict.startswith("Right!")  # on the shipped model: apart only at the last layer
@@ -330,9 +349,9 @@ def test_the_previous_token_step_asks_about_this_sentence_and_measures_the_head_
 
 
 def test_the_training_step_measures_what_the_run_learned_against_word_frequencies():
-    at = go(page(), 8)
-    assert options(at, 8) == ["about 11.5", "about 7.7", "about 3.5", "about 0.8"]  # ln 2,171 = 7.68 among them
-    answer(at, 8, "about 7.7")
+    at = go(page(), 9)
+    assert options(at, 9) == ["about 11.5", "about 7.7", "about 3.5", "about 0.8"]  # ln 2,171 = 7.68 among them
+    answer(at, 9, "about 7.7")
     (note,) = [c for c in captions(at) if c.startswith("Seed 0")]
     frequency, counted = runs.frequency_loss()
     assert "mostly learned which words are common" not in note
@@ -342,9 +361,9 @@ def test_the_training_step_measures_what_the_run_learned_against_word_frequencie
 def test_the_probe_step_is_called_a_linear_probe_while_it_trains(monkeypatch):
     monkeypatch.setattr(runs, "compare_probes", mock.Mock(side_effect=InputError("stopped here to read the bar")))
     ui.PROBES.clear()
-    at = go(page(), 9)
-    widget(at, 9).set_value(runs.PRETRAINED).run()
-    at.button(key="lesson.reveal.9").click().run()
+    at = go(page(), 10)
+    widget(at, 10).set_value(runs.PRETRAINED).run()
+    at.button(key="lesson.reveal.10").click().run()
     texts = [p.text for p in at.progress]
     assert "Linear probe: reading the task…" in texts and not any("Fine-tuning" in t for t in texts), texts
     ui.PROBES.clear()

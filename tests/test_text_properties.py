@@ -41,13 +41,7 @@ long_text = st.builds(lambda unit, times: unit * times, st.one_of(st.sampled_fro
 texts = st.one_of(any_text, sprinkled, blank, long_text)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread: a tiny model gains nothing from two, and on a busy 2-core machine two spin."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny models run on one torch thread
 
 
 @pytest.fixture(scope="module", params=["test vocabulary", "shipped vocabulary"])

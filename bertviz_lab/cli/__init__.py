@@ -6,6 +6,9 @@ lens        the logit lens: the MLM head's top-k at each [MASK] after every laye
 heads       each head's role scores (previous, next, self, [CLS], [SEP]; on the probe set also
             determiner -> noun, verb -> subject, pronoun -> referent), as tables or JSON
 info        a checkpoint's shape and model card
+attribute   which tokens made the model guess its word at a [MASK]: eight attribution methods (attention,
+            rollout, flow, value-weighted norm, gradient, gradient x input, integrated gradients, occlusion),
+            their agreement and the deletion check, as a table or JSON
 classify    a fine-tuned checkpoint on a sentence (or a pair): each label's probability, or each token's tag
 train       pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
 finetune    fine-tune a classifier (a built-in task or a CSV) from a checkpoint or from scratch into a run
@@ -17,9 +20,9 @@ runs        list, stop, resume or delete the pretraining and fine-tuning runs un
 Every --checkpoint takes a model folder or a Hugging Face Hub id (bert-base-uncased, org/name): a folder
 that exists wins; a Hub id opens from the Hugging Face cache, downloaded into it the first time.
 
-explore.py holds predict, similarity, lens, heads and info; finetune.py finetune and classify; training.py
-train, publish and runs. They sit on views/, finetune/ and pretrain/ and import them lazily, so
-`--help` is instant. User mistakes print one line on stderr and exit with status 2; nothing a user
+explore.py holds predict, similarity, lens, heads and info; explain.py attribute; finetune.py finetune and
+classify; training.py train, publish and runs. They sit on views/, finetune/ and pretrain/ and import them
+lazily, so `--help` is instant. User mistakes print one line on stderr and exit with status 2; nothing a user
 types should produce a traceback.
 """
 
@@ -29,19 +32,20 @@ import argparse
 import os
 import sys
 
-from bertviz_lab.cli import explore, finetune, training
+from bertviz_lab.cli import explain, explore, finetune, training
 from bertviz_lab.cli.common import EXIT_USAGE
 from bertviz_lab.cli.explore import model_card
 from bertviz_lab.errors import LabError
 
 __all__ = ["EXIT_USAGE", "build_parser", "main", "model_card"]
-COMMANDS = {**explore.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
+COMMANDS = {**explore.COMMANDS, **explain.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bertviz_lab", description="Watch BERT work.")
     sub = parser.add_subparsers(dest="command", required=True)
     explore.add_parsers(sub)  # predict, similarity, lens, heads, info
+    explain.add_parser(sub)  # attribute
     finetune.add_classify_parser(sub)
     training.add_train_parser(sub)
     finetune.add_finetune_parser(sub)

@@ -178,12 +178,15 @@ def integrated_gradients(case: Case, steps: int = IG_STEPS, progress: Progress |
         return result
 
     base = baseline_ids(case)
-    attributions, delta = LayerIntegratedGradients(counted, vectors).attribute(
-        case.ids, baselines=base, n_steps=steps, method=IG_METHOD, internal_batch_size=chunk,
-        return_convergence_delta=True)
+    attributions = LayerIntegratedGradients(counted, vectors).attribute(
+        case.ids, baselines=base, n_steps=steps, method=IG_METHOD, internal_batch_size=chunk)
     with torch.no_grad():
-        f_x, f_b = (float(v) for v in case.score(case.model, torch.cat([case.ids, base]), case.segments))
-    return IntegratedGradients(attributions[0].double().sum(-1).cpu().numpy(), steps, f_x, f_b, float(delta[0]))
+        # F at the two ends of the path: only the word vectors move, the positions stay the input's. Captum's own
+        # delta runs the baseline's ids, and RoBERTa numbers positions past [PAD]s, so its F(baseline) is off the path.
+        ends = torch.cat([vectors(case.ids), vectors(base)])  # (2, T, e)
+        f_x, f_b = (float(v) for v in case.score(case.model, case.ids.repeat(2, 1), case.segments, inputs_embeds=ends))
+    values = attributions[0].double().sum(-1).cpu().numpy()
+    return IntegratedGradients(values, steps, f_x, f_b, float(values.sum() - (f_x - f_b)))
 
 
 def occlusion(case: Case, progress: Progress | None = None, chunk: int = 32) -> np.ndarray:

@@ -1,9 +1,9 @@
-"""The Lesson page's ten steps, one renderer each: the inputs the step reads, what can be shown before the
+"""The Lesson page's eleven steps, one renderer each: the inputs the step reads, what can be shown before the
 guess, the question (ui/lesson.py's `ask`), and the live view the Reveal unlocks.
 
 Every renderer takes the active model's checkpoint; every number comes from views/ (lesson.py, lesson_vectors.py,
-lesson_heads.py and lesson_runs.py, over attention, predict, neighbours and representations) and every chart
-from figures/.
+lesson_heads.py, lesson_why.py and lesson_runs.py, over attention, predict, explain, neighbours and representations)
+and every chart from figures/.
 Bad input and missing heads raise InputError, which the page shows as a sentence (`ui.lesson.shown_errors`).
 """
 
@@ -24,7 +24,7 @@ from bertviz_lab.finetune import tasks
 from bertviz_lab.head_id import HeadId
 from bertviz_lab.ui import attention as ua
 from bertviz_lab.ui import lesson as ui
-from bertviz_lab.ui import state
+from bertviz_lab.ui import state, yours
 from bertviz_lab.ui.state import Lesson as K
 from bertviz_lab.ui.tables import by_position, number, numbers
 from bertviz_lab.ui.widgets import chart, plain
@@ -33,6 +33,7 @@ from bertviz_lab.views import lesson as vl
 from bertviz_lab.views import lesson_heads as vlh
 from bertviz_lab.views import lesson_runs as runs
 from bertviz_lab.views import lesson_vectors as vlv
+from bertviz_lab.views import lesson_why as vlw
 from bertviz_lab.views import predict
 from bertviz_lab.views import representations as rv
 
@@ -142,6 +143,31 @@ def mask(ckpt: Checkpoint, frame: ui.Frame) -> None:
                                                              f"[MASK]"), "lesson_mask", where=frame.below)
 
 
+def mattered(ckpt: Checkpoint, frame: ui.Frame) -> None:
+    with frame.left:
+        text = ui.sentence(K.MASKED, MASKED_LABEL)
+    quiz, found = ui.computed(ckpt, vlw.word_that_mattered, ui.encode(ckpt, text))
+    if answered := ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text), lambda: quiz):
+        occlusion, attention = frame.below.columns(2)
+        chart(answer_bars(found.labels, found.drop.tolist(), quiz.answer, answered.guess,
+                          f"Occlusion, for “{found.guess}”",
+                          x_title=f"drop in its logit, the word hidden under {found.mask}"),
+              "lesson_occlusion", where=occlusion)
+        chart(answer_bars(found.labels, found.weight.tolist(), found.attended, answered.guess, "Attention, last layer",
+                          x_title=f"weight from {found.mask}, mean over heads"),
+              "lesson_attention_from_mask", where=attention)
+        frame.below.caption("Occlusion tests each word: it hides the word and reads the guess's score again. "
+                            "Attention only says where the last layer looked. The “Why this guess?” page sets six "
+                            "more measures beside these two, and the causal test that settles which to believe.")
+        if frame.below.button("Open “Why this guess?” on this sentence", key=f"{K.REVEAL.name}.why",
+                              icon=":material/psychology_alt:"):
+            for key, value in ((state.Why.SENTENCES.text_a, text), (state.Why.SENTENCES.pair, False),
+                               (state.Why.TARGET, ""), (state.Why.CONTRAST, ""), (state.Why.MASK, 0)):
+                state.put(key, value)
+            yours.publish(state.Why.SENTENCES)  # the learner's sentence now: the page opens on it
+            st.switch_page("pages/why.py")
+
+
 def loss(ckpt: Checkpoint, frame: ui.Frame) -> None:
     with frame.left:
         text = ui.sentence(K.MASKED, MASKED_LABEL)
@@ -234,4 +260,4 @@ def contextual(ckpt: Checkpoint, frame: ui.Frame) -> None:
                        "Representations page compares a word in many sentences, by sense.")
 
 
-STEPS = (tokens, embeddings, heads, softmax, mask, loss, next_sentence, training, fine_tuning, contextual)
+STEPS = (tokens, embeddings, heads, softmax, mask, mattered, loss, next_sentence, training, fine_tuning, contextual)

@@ -1,17 +1,17 @@
 """Links that restore a view: each page's choices live in the address bar (`st.query_params`).
 
-After every run `publish` writes the page's sentences, masks, layer, head, query token and options into
-the URL, only those that differ from their defaults, so a link stays short. A teacher pastes the address,
-or shows its QR code (ui/share.py), and everyone sees the same view. On a page's first run in a session,
-`restore` reads the URL back into session state before any widget is drawn.
+After every run `publish` writes the page's sentences, masks, layer, head, query token and options into the URL, only
+those that differ from their defaults, so a link stays short. A teacher pastes the address, or shows its QR code
+(ui/share.py), and everyone sees the same view. On a page's first run in a session, `restore` reads the URL back into
+session state before any widget is drawn.
 
-A link is text anyone can write, so every value goes through a reader that knows its type and range.
-The page falls back to its default, and says so in one note, for each of these: a value a reader refuses
-(`layer=abc`, or a sentence with invisible or direction-changing characters, which would make the link
-show other words than the model reads), a parameter the page does not know, a value the page cannot
-offer (layer 7 of a 2-layer model, which the page's own check drops), and repeated values past MAX_PARAMS.
-The note quotes values as code, every control or invisible character written as an escape (\\x00, \\u202e).
-`query` writes only what these readers take back, and says what it leaves out by the widget's label.
+A link is text anyone can write, so every value goes through a reader that knows its type and range. The page falls
+back to its default, and says so in one note, for each of these: a value a reader refuses (`layer=abc`, or a sentence
+with invisible or direction-changing characters, which would make the link show other words than the model reads), a
+parameter the page does not know, a value the page cannot offer (layer 7 of a 2-layer model, which the page's own
+check drops), and repeated values past MAX_PARAMS. The note quotes values as code, every control or invisible
+character written as an escape (\\x00, \\u202e). `query` writes only what these readers take back, and says what it
+leaves out by the widget's label.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from bertviz_lab.bert.config import RANDOM_TOKENS
 from bertviz_lab.head_id import HeadId
 from bertviz_lab.ui import models, state
 from bertviz_lab.ui.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
-                                  Sentences, TimeLapse)
+                                  Sentences, TimeLapse, Why)
 from bertviz_lab.ui.widgets import plain
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import inputs
@@ -180,6 +180,10 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
                Param("nsp_a", Lesson.NSP_A, text()), Param("nsp_b", Lesson.NSP_B, text()),
                Param("sense_word", Lesson.SENSE_WORD, text(100)), Param("sense_a", Lesson.SENSE_A, text()),
                Param("sense_b", Lesson.SENSE_B, text()), Param("sense_c", Lesson.SENSE_C, text())),
+    "why": (*sentences(Why.SENTENCES), Param("mask", Why.MASK, integer(0, 999)), Param("token", Why.TOKEN, TOKEN),
+            Param("target", Why.TARGET, text(100), label="Target word"),
+            Param("contrast", Why.CONTRAST, text(100), label="Contrast word"), Param("layer", Why.LAYER, LAYER),
+            Param("head", Why.HEAD, lambda value: value if value == "mean" else HEAD(value))),
 }
 RESTORED, NOTES = Classroom.RESTORED, Classroom.NOTES
 
@@ -293,10 +297,8 @@ def query(page: str, projector: bool = False, model: str | None = None) -> tuple
     """The URL parameters for the view on screen now, and what they leave out, name -> what the share box says
     ("Sentence A is longer than 1,000 characters"): a link carries only what its own reader takes back (not a
     sentence too long for a link, or typed with invisible characters; the first MAX_PARAMS repeated values)."""
-    found: dict[str, str | list[str]] = {}
+    found: dict[str, str | list[str]] = {"projector": "1"} if projector else {}
     left_out = {}
-    if projector:
-        found["projector"] = "1"
     if model:
         found["model"] = model
     for param in PAGES.get(page, ()):

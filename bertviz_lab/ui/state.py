@@ -158,8 +158,7 @@ class Model:
     # The picker's label; None for a folder typed by hand. No check: the selectbox itself drops a label
     # it no longer offers (a deleted run's model).
     CHOICE = Key("model.choice")
-    CUSTOM = Key("model.custom", "")
-    LOAD = Key("model.load")
+    CUSTOM, LOAD = Key("model.custom", ""), Key("model.load")
     ERROR = Key("model.error")  # why the last folder did not load
     DOWNLOAD = Key("model.download")  # a Hub id the owner opened that the sidebar downloads on its next run
 
@@ -167,8 +166,7 @@ class Model:
 class Predict:
     SENTENCES = Sentences.of("predict", "the cat sat on the [MASK] .")
     WORDS = Key("predict.words")  # the clicked words to mask
-    TOP_K = Key("predict.top_k", 5)
-    TEMPERATURE = Key("predict.temperature", 1.0)
+    TOP_K, TEMPERATURE = Key("predict.top_k", 5), Key("predict.temperature", 1.0)
     CAUSAL = Key("predict.causal", False)
     INSPECT = Key("predict.inspect")  # with many masks, the one drawn in full
 
@@ -187,6 +185,14 @@ class Attention:
     TOKENS = Key("attn.tokens")  # the tokens QUERY and KEY were picked among: a new sentence re-checks them
     TAU = Key("attn.tau", 1.0)
     KEY = Key("attn.key", None, one_of)  # None: the query's strongest key
+
+
+class Why:
+    SENTENCES = Sentences.of("why", "the cat sat on the [MASK] .")
+    MASK, TOKEN = Key("why.mask", 0, one_of), Key("why.token", None, one_of)  # which [MASK]; the discriminator's token
+    TARGET, CONTRAST = Key("why.target", ""), Key("why.contrast", "")  # "": the top guess; no contrast
+    LAYER, HEAD = Key("why.layer", None, one_of), Key("why.head", "mean", one_of)  # the attention strip's
+    RUN, EXAMPLE = Key("why.run"), Key("why.example")  # "Run the causal check" on a big model; the example picked
 
 
 class Losses:
@@ -278,12 +284,10 @@ class TimeLapse:
     OPEN = Key("lapse.open")  # the Pretrain page's button that opens this page on its run
     PROBE = Key("lapse.probe", None, one_of)  # one of the probe sentences
     VIEW = Key("lapse.view", "All heads")  # or "One head"
-    LAYER = Key("lapse.layer", 0, one_of)
-    HEAD = Key("lapse.head", 0, one_of)
+    LAYER, HEAD = Key("lapse.layer", 0, one_of), Key("lapse.head", 0, one_of)
     ROLE = Key("lapse.role", "previous", one_of)  # the role whose scores are drawn over the steps
     STEP = Key("lapse.step")  # the frame shown (a step); the player moves it while PLAYING
-    PLAYING = Key("lapse.playing", False)
-    PLAY = Key("lapse.play")
+    PLAYING, PLAY = Key("lapse.playing", False), Key("lapse.play")
     FROM, TO = Key("lapse.from", None, one_of), Key("lapse.to", None, one_of)  # the two steps compared
     OWN = Key("lapse.own", "")  # a sentence typed on this page: a probe run on the history's kept checkpoints
 
@@ -297,11 +301,9 @@ class Representations:
     NN_TEXT = Key("repr.nn_text", "i went to the bank to deposit money .")
     NN_TOKEN = Key("repr.nn_token", None, one_of)  # a token position; None: the first sense-set word, or 1
     NN_LAYER = Key("repr.nn_layer", None, nearest)
-    NN_K = Key("repr.nn_k", 8)
-    PRECISION_K = Key("repr.precision_k", 3)
+    NN_K, PRECISION_K = Key("repr.nn_k", 8), Key("repr.precision_k", 3)
     LENS_TEXT = Key("repr.lens_text", "i went to the [MASK] to deposit money .")
-    LENS_K = Key("repr.lens_k", 5)
-    LENS_MASK = Key("repr.lens_mask", 0, one_of)
+    LENS_K, LENS_MASK = Key("repr.lens_k", 5), Key("repr.lens_mask", 0, one_of)
     GEO_WORD = Key("repr.geo_word", "bank")
     GEO_POSITIONS = Key("repr.geo_positions", 64, nearest)  # a smaller model reads fewer positions
     INPUTS = (SET, WORD, SENTENCES, LAYER, NN_TEXT, NN_TOKEN, NN_LAYER, NN_K, PRECISION_K, LENS_TEXT, LENS_K,
@@ -314,8 +316,7 @@ class Shapes:
     TEXT = Key("shapes.text", "the cat sat on the mat .\ni went to the bank to deposit money yesterday .\nit rained .")
     MODEL = Key("shapes.model", "random")  # "random": a random BERT of the sizes below; "active": the active model
     HIDDEN = Key("shapes.hidden", 32)  # seed 002's config: hidden_size=32, 2 layers, 4 heads, intermediate 64
-    LAYERS = Key("shapes.layers", 2)
-    HEADS = Key("shapes.heads", 4)
+    LAYERS, HEADS = Key("shapes.layers", 2), Key("shapes.heads", 4)
     INTERMEDIATE = Key("shapes.intermediate", 64)
     ROW = Key("shapes.row", 0, one_of)  # the sentence whose attention is drawn
     LAYER, HEAD = Key("shapes.layer", 0, one_of), Key("shapes.head", 0, one_of)  # fewer after the sizes shrink
@@ -332,8 +333,7 @@ class Lesson:
     ATTENTION = Key("lesson.attention", "the animal did not cross the street because it was too tired .")
     HEAD = Key("lesson.head", None, one_of)  # "L2 H1" of the softmax step; None: the model's pronoun head
     HEAD_FOR = Key("lesson.head_for")  # the model whose pronoun head HEAD started from
-    NSP_A = Key("lesson.nsp_a", "the cat sat on the mat .")
-    NSP_B = Key("lesson.nsp_b", "it was a warm afternoon .")
+    NSP_A, NSP_B = Key("lesson.nsp_a", "the cat sat on the mat ."), Key("lesson.nsp_b", "it was a warm afternoon .")
     TASK = Key("lesson.task", "acceptability", one_of)  # the fine-tuning step's built-in task
     SENSE_WORD = Key("lesson.sense_word", "bank")
     # The contextual step's sentences: "bank" stands at position 7 in sentences 1 and 2 (one vector at layer 0, in

@@ -1,4 +1,4 @@
-"""The guided lesson's numbers: for each of its ten steps a question, the model's own answer to it, and what
+"""The guided lesson's numbers: for each of its eleven steps a question, the model's own answer to it, and what
 the step draws, all computed live from the active model on the lesson's sentences.
 
 A step's function returns a `Quiz` (the question, the model's answer, the numbers behind that answer) and
@@ -7,8 +7,9 @@ the sentence (its top guesses shuffled with a seeded RNG, its heads, the sentenc
 is read off the same numbers, in the run where the class presses Reveal. An answer that is the largest of
 several numbers (`ranked`) counts a runner-up within NEAR of it too, and a question the model cannot
 answer clearly is not scored. Here: the quiz itself and the steps on tokens (1), the guess at [MASK] (5), the
-MLM loss (6) and NSP (7); the steps on a token's vector (2, 10) are in `views/lesson_vectors.py`, the head
-steps (3, 4) in `views/lesson_heads.py`, the two that train (8, 9) in `views/lesson_runs.py`.
+MLM loss (7) and NSP (8); the steps on a token's vector (2, 11) are in `views/lesson_vectors.py`, the head
+steps (3, 4) in `views/lesson_heads.py`, the word that mattered most (6) in `views/lesson_why.py`, the two that
+train (9, 10) in `views/lesson_runs.py`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs, predict
 from bertviz_lab.views import losses as lv
 
-STEPS = ("Tokens", "Embeddings", "Attention heads", "The softmax steps", "The guess at [MASK]", "The MLM loss",
+STEPS = ("Tokens", "Embeddings", "Attention heads", "The softmax steps", "The guess at [MASK]",
+         "Which word mattered most?", "The MLM loss",
          "Next sentence prediction", "A short training run", "A linear probe", "Contextual vectors")
 SEED = 16  # shuffles the options: the same order for every student, every time
 # A runner-up this close to the best answer is a near tie. The steps that rank read cosines (-1 to 1), attention
@@ -165,7 +167,7 @@ def tokens(encoding: Encoding) -> Quiz:
                 f"text and {special} special ones that frame it.")
 
 
-# --- 5. The guess at [MASK], 6. the MLM loss ---------------------------------------------------------
+# --- 5. The guess at [MASK], 7. the MLM loss ---------------------------------------------------------
 def first_mask(encoding: Encoding, tokenizer: WordPieceTokenizer) -> int:
     positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_id]
     if not positions:
@@ -242,7 +244,7 @@ def loss_panel(m: losses.MaskedPrediction) -> dict:
             "true_token": m.true_token, "p_true": m.p_true, "rank": m.rank}
 
 
-# --- 7. Next sentence prediction ---------------------------------------------------------------------
+# --- 8. Next sentence prediction ---------------------------------------------------------------------
 def lowers(tokenizer: WordPieceTokenizer) -> bool:
     """Whether the tokenizer reads text in lower case: its own flag, or a normalizer that lower-cases."""
     return tokenizer.lowercase or (tokenizer.normalizer is not None and tokenizer.normalizer.normalize_str("A") == "a")
@@ -256,7 +258,7 @@ def spaced(text: str, tokenizer: WordPieceTokenizer) -> str:
 
 
 def written_note(tokenizer: WordPieceTokenizer) -> str:
-    """How step 7 writes both sentences B (`spaced`), in words: true of this model's tokenizer."""
+    """How step 8 writes both sentences B (`spaced`), in words: true of this model's tokenizer."""
     case = ("in lower case, as this model reads them" if lowers(tokenizer) else
             "capitals as typed, since this model tells them from small letters")
     return f"Both are written alike: words and punctuation apart, one space between, {case}."

@@ -60,7 +60,7 @@ SHIPPED_FULL_FINE_TUNING = {"acceptability": (0.935, 0.685), "coherence": (0.902
 FULL_FINE_TUNING_LR, RANDOM_START_LRS = 1e-4, (1e-4, 5e-4)
 
 
-# --- 8. A short training run -------------------------------------------------------------------------
+# --- 9. A short training run -------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def tiny_vocab_size() -> int:
     """The built-in corpus's vocabulary, which the tiny model learns to predict over."""
@@ -188,7 +188,7 @@ def frequency_note(held_out: list[Metrics], vocab_size: int) -> str:
             f"{last.loss:.2f} after {last.step} steps: {where}.")
 
 
-# --- 9. A linear probe, pretrained vs random weights -------------------------------------------------
+# --- 10. A linear probe, pretrained vs random weights ------------------------------------------------
 @dataclass(frozen=True)
 class ProbeResult:
     task: str

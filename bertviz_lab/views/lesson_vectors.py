@@ -1,9 +1,9 @@
 """The lesson's two steps about a token's vector: its row of the embedding matrix (step 2), and the vectors the
-layers give it in context (step 10).
+layers give it in context (step 11).
 
 Step 2 asks which of four words has the embedding row nearest a word of the sentence, and says in words what
 the active model's embedding layer adds to that row (position, segment, a projection: the families differ).
-Step 10 compares one word in three sentences, two in one sense and one in another, by cosine within a layer:
+Step 11 compares one word in three sentences, two in one sense and one in another, by cosine within a layer:
 at layer 0, the embedding layer's output, a vector depends only on the token and where it stands; the class
 predicts where the same-sense pair is the closer one.
 """
@@ -131,7 +131,7 @@ def embeddings(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
             picks.reset_index(drop=True), nearest.head(8))
 
 
-# --- 10. Contextual vectors --------------------------------------------------------------------------
+# --- 11. Contextual vectors -------------------------------------------------------------------------
 SAME, OTHER = "same sense (1 with 3)", "other sense (1 with 2)"  # the contextual step's two cosines
 CLOSER = {(True, True): "at layer 0 and at the last layer", (False, True): "at the last layer only",
           (True, False): "at layer 0 only", (False, False): "at neither"}  # (at layer 0, at the last) -> option

@@ -69,6 +69,8 @@ def target_id(tokenizer: WordPieceTokenizer, word: str, what: str = "target") ->
             return i
     encoded = tokenizer.encode(word)
     pieces = [t for t, special in zip(encoded.tokens, encoded.special_mask) if not special]
+    if len(pieces) == 1 and tokenizer.token_to_id(pieces[0]) not in tokenizer.special_ids:
+        return tokenizer.token_to_id(pieces[0])  # one token as the tokenizer reads it (ALBERT's lowercases "The")
     split = f": it reads as {len(pieces)} pieces ({' '.join(pieces)})" if len(pieces) > 1 else ""
     raise InputError(f"'{word}' is not a single token of this model's vocabulary of {tokenizer.vocab_size:,}"
                      f"{split}. The {what} must be one token: pick one of the guesses or another whole word.")
@@ -85,8 +87,8 @@ def why(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Enco
         return _why_replaced(model, tokenizer, encoding, masks, position, layer, head, ig_steps, progress)
     ReadOptions(top_k).check(model, tokenizer)
     if not masks:
-        raise NothingMasked(f"the text has no {tokenizer.mask_token}: write {tokenizer.mask_token} where BERT should "
-                            "guess a word, and this page explains that guess")
+        raise NothingMasked(f"the text has no {tokenizer.mask_token}: write {tokenizer.mask_token} where the model "
+                            "should guess a word; that guess is what gets explained")
     if not 0 <= mask < len(masks):
         raise InputError(f"there is no [MASK] #{mask + 1}: the text has {len(masks)}")
     at = masks[mask]

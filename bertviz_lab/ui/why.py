@@ -1,0 +1,234 @@
+"""The Why-this-guess page's computations and its sections.
+
+The eight methods run once per (model, input, which guess, target, contrast) for the whole class (ui/once.py), with
+a progress bar on a big model; the attention strip for another layer or head is read from the input's attention
+weights, cached per input, so picking a layer recomputes neither the gradients nor occlusion. The causal check
+runs once per explained guess and attention choice: by itself on a small model, behind a button on a big one.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from bertviz_lab import files
+from bertviz_lab.bert.checkpoint import Checkpoint
+from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
+from bertviz_lab.explain import checks
+from bertviz_lab.explain.methods import DELTA_WARN
+from bertviz_lab.explain.report import METHODS
+from bertviz_lab.figures import token_labels
+from bertviz_lab.figures import why as figs
+from bertviz_lab.ui import once, state, yours
+from bertviz_lab.ui.handout import record_table
+from bertviz_lab.ui.models import ModelKey, model_key
+from bertviz_lab.ui.state import Why as K
+from bertviz_lab.ui.tables import number, numbers, table_height
+from bertviz_lab.ui.widgets import chart, plain
+from bertviz_lab.views import predict
+from bertviz_lab.views import why as vw
+from bertviz_lab.views import why_examples
+from bertviz_lab.views import why_parts as parts
+
+TOP_K = 5  # guesses shown at the explained mask
+# Above this many parameters (BERT-base has 110M, the shipped model about 4M), integrated gradients, occlusion and
+# the causal check show a progress bar, and the causal check waits for a click.
+BIG_PARAMETERS = 30_000_000
+ORDERS = len(METHODS) + checks.RANDOM_ORDERS  # the causal check's removal orders: one per method, and the random ones
+AUTO_INPUTS = 2_000  # it runs by itself while removable tokens x ORDERS stay under this (forwards of one input)
+EXPLAINED = once.Slots("Explaining the guess", keep=8)
+CHECKED = once.Slots("The causal check", keep=8)
+COLUMNS = {"probability": st.column_config.ProgressColumn("probability", format="%.4f", min_value=0, max_value=1),
+           "logit": number("%.3f", "logit")}
+VALUE_FORMAT = "%.6g"  # a method's value in the table: 6 significant digits, as on hover
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What the learner asked about: the `mask`-th mask (from 0), the `target` and `contrast` words as typed
+    ("": the top guess; none), or, for ELECTRA's discriminator, the token at `position`."""
+    mask: int = 0
+    target: str = ""
+    contrast: str = ""
+    position: int | None = None
+
+
+def big(ckpt: Checkpoint) -> bool:
+    return ckpt.model.num_parameters() > BIG_PARAMETERS
+
+
+def _key(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> tuple:
+    return model_key(ckpt), tuple(encoding.ids), tuple(encoding.segment_ids), ask
+
+
+def _bar(ckpt: Checkpoint):
+    """What a session draws while the work runs: a progress bar on a big model, nothing on a small one."""
+    return (lambda news: st.progress(*news)) if big(ckpt) else (lambda news: None)
+
+
+def explained(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> vw.Why:
+    """Every method's answer for `ask`, the attention strip at the last layer, mean over heads (InputError: a word
+    not in the vocabulary, ...)."""
+    def work(report: once.Report) -> vw.Why:
+        return vw.why(ckpt.model, ckpt.tokenizer, encoding, mask=ask.mask, target=ask.target or None,
+                      contrast=ask.contrast or None, top_k=TOP_K, position=ask.position,
+                      progress=lambda done, what: report((done, f"Running {what}: {done:.0%}")))
+
+    for word, what in ((ask.target, "target"), (ask.contrast, "contrast")):
+        if word:  # a word that is not in the vocabulary: said at once, before the work (and its log) starts
+            vw.target_id(ckpt.tokenizer, word, what)
+    return once.follow(EXPLAINED.slot(_key(ckpt, encoding, ask)), work, _bar(ckpt), first=(0.0, "Running the model…"))
+
+
+def at_layer(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why, layer: int, head: int | None) -> vw.Why:
+    """`result` with its attention strip at `layer` and `head` (None: the mean over heads)."""
+    return parts.with_attention(result, _weights(_key(ckpt, encoding, ask), result), layer, head)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _weights(key: tuple[ModelKey, tuple, tuple, Ask], _result: vw.Why) -> np.ndarray:
+    return parts.attention_weights(_result)  # (L, H, T, T): one forward, then any layer and head is a lookup
+
+
+def mask_word(tokenizer: WordPieceTokenizer, replaced: bool) -> str:
+    """How the page names the explained position: the family's own mask token, or the discriminator's token."""
+    return "the explained token" if replaced else f"the {tokenizer.mask_token}"
+
+
+def definition(key: str, tokenizer: WordPieceTokenizer, replaced: bool) -> str:
+    """A method's one-line definition in this family's tokens (RoBERTa writes <mask> and <pad>)."""
+    text = METHODS[key].definition.replace("the [MASK]", mask_word(tokenizer, replaced))
+    return text.replace("[MASK]", tokenizer.mask_token).replace("[PAD]", tokenizer.specials["pad"])
+
+
+# --- Examples --------------------------------------------------------------------------------------------------
+def examples(ckpt: Checkpoint) -> None:
+    """A picker of the sentences where attention and occlusion disagree (the search's, in this model's mask token;
+    Abnar & Zuidema's with a real BERT): picking one writes it into the sentence box and explains its top guess."""
+    found = why_examples.examples(ckpt.tokenizer, ckpt.config.family)
+    picked = st.selectbox("Examples where attention and occlusion disagree", found, index=None, key=K.EXAMPLE.name,
+                          placeholder="Pick one, or type your own sentence below", on_change=_use_example)
+    if picked is not None and state.get(K.SENTENCES.text_a) == picked.text:
+        st.caption(plain(picked.note))
+
+
+def _use_example() -> None:
+    picked = state.get(K.EXAMPLE)
+    if picked is None:
+        return
+    for key, value in ((K.SENTENCES.text_a, picked.text), (K.SENTENCES.pair, False), (K.TARGET, ""),
+                       (K.CONTRAST, ""), (K.MASK, 0)):
+        state.put(key, value)
+    yours.publish(K.SENTENCES)  # the learner's sentence now, as if typed: other pages open on it too
+
+
+# --- The guess and F -----------------------------------------------------------------------------------------
+def score_line(result: vw.Why, tokenizer: WordPieceTokenizer) -> str:
+    """What F is, in words and numbers (Markdown)."""
+    e, token = result.explanation, plain(result.encoding.tokens[result.position])
+    if result.guesses is None:
+        return (f"**F = the replaced-token logit** at token {result.position} ({token}) = {e.value:.4f};  "
+                f"p(replaced) = sigmoid(F) = {e.prob:.4f}")
+    target = plain(result.target)
+    f = f"logit({target})" + ("" if result.contrast is None else f" − logit({plain(result.contrast)})")
+    number_of = result.masks.index(result.position) + 1
+    return (f"**F = {f}** at {plain(tokenizer.mask_token)} #{number_of} (token {result.position}) = {e.value:.4f};  "
+            f"p({target}) = {e.prob:.4f}")
+
+
+def guesses(result: vw.Why, where) -> None:
+    if result.guesses is not None:
+        where.dataframe(predict.candidate_rows(result.guesses.masks[0]), hide_index=True, column_config=COLUMNS)
+
+
+# --- The strips ------------------------------------------------------------------------------------------------
+def strips(result: vw.Why, tokenizer: WordPieceTokenizer, replaced: bool) -> None:
+    """One heat strip per method, what each measures, the integrated gradients' check, and the raw numbers."""
+    e = result.explanation
+    values = {vw.TITLES[k]: v for k, v in e.values.items()}
+    signed = {vw.TITLES[k]: METHODS[k].signed for k in METHODS}
+    looked = f"attention at layer {e.layer}, " + ("mean over heads" if e.head is None else f"head {e.head}")
+    chart(figs.heat_strips(values, signed, token_labels(e.tokens), f"Each method's answer, token by token ({looked})"),
+          "why_strips")
+    st.caption("Each row is coloured against its own largest value, since every method has its own units; the "
+               "numbers in the cells are the values, to 2 digits (hover for 6). Signed rows: blue raises F, red "
+               "lowers it, white is 0. Unsigned rows: darker is larger. Integrated gradients and occlusion are 0 at "
+               "the framing tokens and the explained position by construction: neither method moves or masks them.")
+    left, right = st.columns(2)
+    for where, kind, heading in ((left, "attention", f"Read from attention: where {mask_word(tokenizer, replaced)} "
+                                                     "looked"),
+                                 (right, "score", "Read from F: what changes the score")):
+        where.markdown(f"**{plain(heading)}**\n\n" + "\n".join(
+            f"- **{plain(m.title)}**: {plain(definition(k, tokenizer, replaced))}"
+            for k, m in METHODS.items() if m.kind == kind))
+    ig = e.ig
+    st.markdown(f"Integrated gradients: {ig.steps} steps, F(x) − F(baseline) = {ig.score - ig.baseline_score:.6g}, "
+                f"sum of attributions = {float(ig.values.sum()):.6g}, delta = {ig.delta:.3g}.")
+    if ig.flagged:
+        st.warning(f"Integrated gradients did not converge here: the delta is more than {DELTA_WARN:.0%} of "
+                   "F(x) − F(baseline), so its values are only roughly what the path integral gives.")
+    table = record_table(pd.DataFrame(vw.rows(result)), "why_values")
+    with st.expander("Every value, as a table"):
+        st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table, VALUE_FORMAT))
+        st.download_button("Download these values (CSV)", partial(files.csv_text, table), file_name="why_values.csv",
+                           mime="text/csv", on_click="ignore")
+
+
+def attention_pickers(ckpt: Checkpoint) -> tuple[int, int | None]:
+    """The attention strip's layer (default: the last) and head (default: the mean over heads)."""
+    L, H = ckpt.config.num_hidden_layers, ckpt.config.num_attention_heads
+    state.keep_valid(K.LAYER, range(L))
+    state.keep_valid(K.HEAD, ["mean", *range(H)])
+    state.setdefault(K.LAYER, L - 1)
+    cols = st.columns([2, 3])
+    layer = cols[0].segmented_control("Attention strip: layer", list(range(L)), required=True, key=K.LAYER.name)
+    head = cols[1].segmented_control("Head", ["mean", *range(H)], required=True, key=K.HEAD.name,
+                                     format_func=lambda h: "mean of heads" if h == "mean" else str(h))
+    return layer, None if head == "mean" else head
+
+
+# --- Agreement and the causal check -------------------------------------------------------------------------------
+def agreement(result: vw.Why) -> None:
+    rho = np.array([[np.nan if r is None else r for r in row.values()] for row in result.agreement.values()])
+    names = [vw.TITLES[k] for k in result.agreement]
+    left, right = st.columns([3, 2])
+    chart(figs.agreement_matrix(rho, names, "Do the methods rank the tokens alike? Spearman ρ"), "why_agreement", left)
+    right.markdown(plain(result.agreement_sentence))
+    right.caption("ρ = 1: the same order of the removable tokens; 0: unrelated; −1: reversed. Over the tokens the "
+                  "causal check may remove, so the framing tokens and the explained position are left out.")
+
+
+def causal_check(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why) -> None:
+    """The deletion curves of every method against random orders, with their AOPC."""
+    e = result.explanation
+    slot = CHECKED.slot((*_key(ckpt, encoding, ask), e.layer, e.head))
+    inputs = len(e.movable) * ORDERS
+    if (big(ckpt) or inputs > AUTO_INPUTS) and not slot.ready():
+        st.caption(f"{len(e.movable)} removable tokens × {ORDERS} orders: up to {inputs:,} more runs of the model.")
+        if not st.button("Run the causal check", key=K.RUN.name, icon=":material/science:"):
+            return
+    deletion = once.follow(slot, lambda report: vw.deletion_for(
+        result, progress=lambda done, what: report((done, f"Running the {what}: {done:.0%}"))),
+        _bar(ckpt), first=(0.0, "Running the deletion curves…"))
+    p = "p(replaced)" if result.guesses is None else f"p({html.escape(result.target)})"  # plotly reads HTML
+    curves = {vw.TITLES[k]: c for k, c in deletion.curves.items()}
+    dashed = {vw.TITLES[k] for k, m in METHODS.items() if m.kind == "attention"}
+    chart(figs.deletion_curves(curves, deletion.random_curves, dashed, p, f"{p} after each removal, in each "
+                               "method's order"), "why_deletion")
+    left, right = st.columns([3, 2])
+    table = record_table(pd.DataFrame({"method": list(curves), "AOPC": list(deletion.aopc.values()),
+                                       "beats random": [deletion.beats_random(k) for k in deletion.curves]}),
+                         "why_aopc")
+    left.dataframe(table, hide_index=True, column_config={**numbers(table), "beats random": st.column_config.
+                   CheckboxColumn(help=f"Its AOPC is above every one of the {len(deletion.random_curves)} random "
+                                       "orders'")})
+    random = deletion.random_aopc
+    if len(random):
+        right.metric(f"AOPC of {len(random)} random orders", f"{random.mean():.4f} ± {random.std():.4f}",
+                     help="Mean ± standard deviation; the grey band around their mean curve is ±1 of it.")
+    right.markdown(plain(checks.deletion_sentence(deletion, vw.TITLES)))

@@ -1,0 +1,90 @@
+"""Why this guess? Which tokens made the model guess what it guessed: eight attribution methods side by side with
+attention, how far they agree, and the causal check that tests them (mask the tokens each method ranks first and
+watch the guess's probability fall).
+
+The methods explain one number, F: the target word's logit at the chosen mask (minus a contrast word's, if one is
+typed), or, for ELECTRA's discriminator, its replaced-token logit at a chosen token."""
+
+import streamlit as st
+
+from bertviz_lab.errors import InputError
+from bertviz_lab.ui import state
+from bertviz_lab.ui import why as ui
+from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.router import end_page
+from bertviz_lab.ui.state import Why as K  # this page's session-state keys
+from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain, sentence_inputs
+from bertviz_lab.views import why as vw
+
+st.title("Why this guess?")
+st.caption("Which tokens made the model guess what it guessed? Eight methods answer for one number, F, the score of "
+           "the guess; attention is drawn beside them, and a causal check at the bottom tests which answer the "
+           "guess really rests on.")
+ckpt = active_model()
+model, tokenizer = ckpt.model, ckpt.tokenizer
+replaced = model.has_rtd and not model.has_mlm  # ELECTRA's discriminator: no word guesses, a logit per token
+mask = plain(tokenizer.mask_token)
+if not (model.has_mlm or replaced):
+    st.error("This model has no masked-language-model (MLM) head: "
+             f"{ckpt.family.lacks or 'it was saved without the layer that turns hidden states into word guesses'}"
+             ", so it makes no guess to explain. Pick another model in the sidebar.")
+    end_page()
+family_note(ckpt, what="This is a discriminator: it guesses no words. Here F is its replaced-token logit at the "
+                       "token you pick, and p = sigmoid(F) the probability it gives that the token was replaced"
+            if replaced else "")
+if not replaced:
+    ui.examples(ckpt)
+text_a, text_b = sentence_inputs(K.SENTENCES, ckpt.config)
+encoding = encode_or_stop(ckpt, text_a, text_b)
+
+if replaced:
+    words = [i for i, special in enumerate(encoding.special_mask) if not special]
+    state.keep_valid(K.TOKEN, words)
+    position = st.selectbox("Token to explain", words, key=K.TOKEN.name,
+                            format_func=lambda i: f"{i} · {encoding.tokens[i]}")
+    ask = ui.Ask(position=position)
+else:
+    masks = vw.mask_positions(encoding, tokenizer)
+    if not masks:
+        typed = "[MASK]" if tokenizer.mask_token == "[MASK]" else f"[MASK] or {mask}"
+        st.info(f"The text has no {mask}. Type {typed} where the model should guess a word, and this page explains "
+                "that guess.")
+        end_page()
+    cols = st.columns(3 if len(masks) > 1 else 2)
+    state.keep_valid(K.MASK, range(len(masks)))
+    which = 0 if len(masks) == 1 else cols[0].selectbox(
+        "Which mask", range(len(masks)), key=K.MASK.name,
+        format_func=lambda i: f"{tokenizer.mask_token} #{i + 1} (token {masks[i]})")
+    target = cols[-2].text_input("Target word", key=K.TARGET.name, placeholder="the top guess",
+                                help="Any one token of the vocabulary; empty: the model's top guess.")
+    contrast = cols[-1].text_input("Contrast word (optional)", key=K.CONTRAST.name, placeholder="none",
+                                  help="Why the target rather than this word? F becomes the difference of the two "
+                                       "logits, which cancels what the two words share.")
+    ask = ui.Ask(which, target.strip(), contrast.strip())
+
+st.subheader("The guess explained")
+try:
+    result = ui.explained(ckpt, encoding, ask)
+except InputError as exc:
+    st.error(str(exc))
+    end_page()
+left, right = st.columns([2, 3])
+ui.guesses(result, left)
+right.markdown(ui.score_line(result, tokenizer))
+right.info(f"Read the rows below with care. The attention rows say where {plain(ui.mask_word(tokenizer, replaced))} "
+           "looked, not why the model guessed what it did. The score rows are computed from F itself: how F "
+           "changes when a token's vector moves, or when the token is masked. Neither kind is right by "
+           "definition: the causal check at the bottom tests them.", icon=":material/lightbulb:")
+
+st.subheader("Which tokens mattered?")
+result = ui.at_layer(ckpt, encoding, ask, result, *ui.attention_pickers(ckpt))
+ui.strips(result, tokenizer, replaced)
+
+st.subheader("Do the methods agree?")
+ui.agreement(result)
+
+st.subheader("The causal check: remove what each method ranks first")
+st.caption("Mask the tokens one at a time in the order a method ranks them, most important first, and watch the "
+           "probability of the guess after each. A method that found what the guess rests on makes it fall faster "
+           "than random orders do. AOPC, the area over the curve, is the mean fall: larger is faster.")
+ui.causal_check(ckpt, encoding, ask, result)

@@ -1,0 +1,215 @@
+"""The Why-this-guess page in AppTest: its strips, agreement matrix and causal check hold the numbers
+`views.why.json_report` gives for the same input (what `attribute --json` prints), every picker changes what it
+should and nothing else, bad words say why, and RoBERTa, ELECTRA's discriminator and a headless model open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from family_models import build
+from figure_data import array, figures, shown
+from streamlit.testing.v1 import AppTest
+
+from bertviz_lab.bert.checkpoint import load_checkpoint
+from bertviz_lab.explain import methods
+from bertviz_lab.figures import token_labels
+from bertviz_lab.ui import why as ui
+from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
+from bertviz_lab.views import inputs
+from bertviz_lab.views import why as vw
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "why.py")
+CAT = "the cat sat on the [MASK] ."
+TWO = "the [MASK] sat on the [MASK] ."
+
+
+def page(folder: Path | None = None, **session) -> AppTest:
+    """The page on the shipped model (or the one in `folder`); `session`: keys, "." written "__"."""
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    if folder is not None:
+        at.session_state["model.path"] = str(folder)
+    for key, value in session.items():
+        at.session_state[key.replace("__", ".")] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def report(text: str = CAT, folder: Path | None = None, **options) -> dict:
+    """What `attribute --json` prints for `text`: `views.why` run here, independently of the page."""
+    ckpt = cached_checkpoint(str(folder or DEFAULT_CHECKPOINT), "cpu")
+    result = vw.why(ckpt.model, ckpt.tokenizer, inputs.encode(ckpt.tokenizer, ckpt.model, text), **options)
+    return vw.json_report(result, vw.deletion_for(result))
+
+
+def titled(at: AppTest, start: str) -> dict:
+    return next(f for f in figures(at) if f["layout"].get("title", {}).get("text", "").startswith(start))
+
+
+def strips(at: AppTest) -> dict[str, np.ndarray]:
+    """Each strip's raw values (the hover's), by its method's title."""
+    (heatmap,) = titled(at, "Each method's answer")["data"]
+    return dict(zip(heatmap["y"], array(heatmap["customdata"])))
+
+
+def score_line(at: AppTest) -> str:
+    return shown(next(m.value for m in at.markdown if m.value.startswith("**F = ")))
+
+
+def assert_strips_are(at: AppTest, expected: dict) -> None:
+    drawn = strips(at)
+    assert list(drawn) == [vw.TITLES[k] for k in expected["methods"]]
+    for key, values in expected["methods"].items():
+        np.testing.assert_allclose(drawn[vw.TITLES[key]], values, rtol=1e-6, atol=1e-9, err_msg=key)
+    labels = titled(at, "Each method's answer")["data"][0]["x"]
+    assert labels == token_labels(expected["tokens"])
+
+
+def test_the_strips_agreement_and_causal_check_are_the_reports_numbers():
+    at = page()
+    expected = report()
+    assert at.title[0].value == "Why this guess?"
+    assert_strips_are(at, expected)
+    assert score_line(at) == (f"**F = logit(mat)** at [MASK] #1 (token 6) = {expected['score']:.4f};  "
+                              f"p(mat) = {expected['probability']:.4f}")
+    matrix = titled(at, "Do the methods rank")["data"][0]
+    rho = np.array([[np.nan if r is None else r for r in row.values()] for row in expected["agreement"].values()])
+    np.testing.assert_allclose(array(matrix["z"]), rho, atol=1e-9)
+    aopc = next(d.value for d in at.dataframe if "AOPC" in d.value.columns)
+    assert aopc["method"].tolist() == [vw.TITLES[k] for k in expected["methods"]]
+    np.testing.assert_allclose(aopc["AOPC"], list(expected["deletion"]["aopc"].values()), atol=1e-9)
+    assert aopc["beats random"].tolist() == list(expected["deletion"]["beats_random"].values())
+    curves = titled(at, "p(mat) after each removal")["data"]
+    occlusion = next(t for t in curves if t.get("name") == "occlusion")
+    np.testing.assert_allclose(array(occlusion["y"]), expected["deletion"]["curves"]["occlusion"], atol=1e-9)
+    random = np.array([c for c in expected["deletion"]["random_aopc"]])
+    assert at.metric[0].value == f"{random.mean():.4f} ± {random.std():.4f}"
+    ig = expected["ig"]
+    assert any(f"delta = {ig['delta']:.3g}" in m.value for m in at.markdown)
+    assert not at.warning  # the shipped model's integrated gradients converge on this sentence
+
+
+def test_a_layer_and_head_change_the_attention_strip_only_and_run_no_method_again(monkeypatch):
+    ui.EXPLAINED.clear()
+    calls = []
+    real = vw.why
+    monkeypatch.setattr(vw, "why", lambda *a, **k: calls.append(k) or real(*a, **k))
+    at = page()
+    before = strips(at)
+    at.segmented_control(key="why.layer").set_value(0).run()
+    at.segmented_control(key="why.head").set_value(2).run()
+    assert not at.exception and len(calls) == 1
+    expected = report(layer=0, head=2)
+    assert_strips_are(at, expected)
+    assert not np.allclose(strips(at)["attention"], before["attention"])
+    assert "(attention at layer 0, head 2)" in titled(at, "Each method's answer")["layout"]["title"]["text"]
+
+
+def test_a_word_not_in_the_vocabulary_says_so_and_a_contrast_changes_f():
+    at = page()
+    at.text_input(key="why.target").input("zzzqqq").run()
+    assert not at.exception and "not a single token" in at.error[0].value
+    at.text_input(key="why.target").input("rug").run()
+    at.text_input(key="why.contrast").input("mat").run()
+    expected = report(target="rug", contrast="mat")
+    assert not at.exception and not at.error
+    assert score_line(at).startswith(f"**F = logit(rug) − logit(mat)** at [MASK] #1 (token 6) = "
+                                     f"{expected['score']:.4f}")
+    assert expected["score"] != pytest.approx(report(target="rug")["score"])
+    assert_strips_are(at, expected)
+    at.text_input(key="why.contrast").input("rug").run()
+    assert "the contrast word is the target itself" in at.error[0].value
+
+
+def test_several_masks_get_a_picker_and_no_mask_says_how_to_write_one():
+    at = page(why__text_a=TWO)
+    picker = at.selectbox(key="why.mask")
+    assert picker.options == ["[MASK] #1 (token 2)", "[MASK] #2 (token 6)"]
+    picker.set_value(1).run()
+    assert not at.exception and "at [MASK] #2 (token 6)" in score_line(at)
+    assert_strips_are(at, report(TWO, mask=1))
+    at.text_area(key="why.text_a").input("the cat sat on the mat .").run()
+    assert not at.exception and "has no [MASK]" in shown(at.info[0].value)
+
+
+def test_a_big_model_waits_for_the_causal_check_and_shows_progress(monkeypatch):
+    monkeypatch.setattr(ui, "BIG_PARAMETERS", 0)
+    at = page(why__text_a="the dog sat on the [MASK] .")
+    assert not at.exception and not any("AOPC" in d.value.columns for d in at.dataframe)
+    assert at.button(key="why.run").label == "Run the causal check"
+    at.button(key="why.run").click().run()
+    assert not at.exception and any("AOPC" in d.value.columns for d in at.dataframe)
+
+
+def test_an_integrated_gradients_delta_too_large_is_flagged(monkeypatch):
+    monkeypatch.setattr(methods, "DELTA_WARN", 0.0)  # any delta at all is now too large
+    at = page()
+    assert "did not converge" in at.warning[0].value
+
+
+@pytest.fixture(scope="module")
+def roberta(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("roberta")
+    build("roberta", folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def discriminator(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("electra-discriminator")
+    build("electra-discriminator", folder)
+    return folder
+
+
+def test_roberta_explains_its_own_mask_token(roberta):
+    at = page(roberta, why__text_a=CAT)
+    ckpt = load_checkpoint(roberta)
+    expected = report(CAT, roberta)
+    assert_strips_are(at, expected)
+    assert "<mask>" in expected["tokens"] and "at <mask> #1" in score_line(at)
+    said = " ".join(shown(m.value) for m in [*at.markdown, *at.info, *at.caption])
+    assert "where the <mask> looked" in said  # every other word the page says of the mask names it so:
+    assert said.count("[MASK]") == said.count("A typed [MASK] is read as its mask token, `<mask>`")
+    assert ckpt.tokenizer.mask_token == "<mask>"
+
+
+def test_the_electra_discriminator_explains_its_replaced_token_logit(discriminator):
+    text = "the cat sat on the mat ."
+    at = page(discriminator, why__text_a=text)
+    picker = at.selectbox(key="why.token")
+    assert picker.value == 1
+    picker.set_value(3).run()
+    expected = report(text, discriminator, position=3)
+    assert not at.exception and score_line(at).startswith(
+        f"**F = the replaced-token logit** at token 3 (sat) = {expected['score']:.4f}")
+    assert_strips_are(at, expected)
+    assert not at.text_input  # no target, no contrast: it guesses no words
+    assert titled(at, "p(replaced) after each removal")
+
+
+def test_a_model_without_mlm_or_replaced_token_head_says_so(headless_checkpoint):
+    at = page(headless_checkpoint)
+    assert "no masked-language-model (MLM) head" in at.error[0].value and not at.get("plotly_chart")
+
+
+
+def test_an_example_where_attention_and_occlusion_disagree_opens_with_its_numbers():
+    """Picking a built-in example writes it into the sentence box, explains its top guess, and its note is the
+    search's; the strips are then that sentence's."""
+    from bertviz_lab.ui.widgets import plain
+    from bertviz_lab.views.why_examples import examples
+
+    at = page()
+    ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
+    found = examples(ckpt.tokenizer, ckpt.config.family)
+    picker = next(s for s in at.selectbox if s.label.startswith("Examples where attention and occlusion"))
+    assert picker.value is None and [str(o) for o in picker.options] == [e.text for e in found]
+    pronoun = next(e for e in found if e.kind == "pronoun")
+    picker.set_value(pronoun).run()
+    assert not at.exception
+    assert at.text_area[0].value == pronoun.text
+    assert any(c.value == plain(pronoun.note) for c in at.caption)
+    assert_strips_are(at, report(pronoun.text))
+    assert f"logit({pronoun.target})" in score_line(at)
