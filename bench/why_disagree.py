@@ -28,6 +28,7 @@ from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.tokenizer import MASK
 from bertviz_lab.corpus import generate_documents
 from bertviz_lab.corpus.tables import CATEGORIES, VERB
+from bertviz_lab.explain.checks import MIN_TESTED
 from bertviz_lab.views import why
 from bertviz_lab.views.why_examples import score
 
@@ -128,15 +129,16 @@ def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     start = time.perf_counter()
     ckpt = load_checkpoint(SHIPPED)
-    scored, rho, beats, same_top = [], {k: [] for k in why.TITLES}, {k: 0 for k in why.TITLES}, 0
+    scored, rho, beats, same_top, tested = [], {k: [] for k in why.TITLES}, {k: 0 for k in why.TITLES}, 0, 0
     for text, kind, word in sample(ckpt.tokenizer):
         s = score(ckpt.model, ckpt.tokenizer, text)
         for method, r in s.result.agreement["occlusion"].items():
             if r is not None:
                 rho[method].append(r)
         deletion = why.deletion_for(s.result)
+        tested += deletion.tested  # 5 or more removable tokens: enough orders for a test against random ones
         for method in beats:
-            beats[method] += deletion.beats_random(method)
+            beats[method] += bool(deletion.beats_random(method))
         same_top += s.attended == s.occluded
         scored.append({"text": text, "kind": kind, "word": word, "target": s.result.target, "rho": s.rho,
                        "note": s.note,
@@ -145,10 +147,11 @@ def main() -> None:
     counts = ", ".join(f"{q} {k}s" for k, q in QUOTA.items())
     print(f"bench.why_disagree, {datetime.date.today()}: {n} story-world sentences (seed {SEED}; hidden: {counts}), "
           f"{SHIPPED.name}, the top guess explained, {args.threads} thread{'s' * (args.threads > 1)}, {seconds:.0f} s")
-    print(f"{'method':<22} {'mean ρ':>7} {'median ρ':>9} {'beats random':>13}   (ρ: Spearman against occlusion)")
+    print(f"{'method':<22} {'mean ρ':>7} {'median ρ':>9} {'beats random':>13}   (ρ: Spearman against occlusion; "
+          f"beats random: of the {tested} sentences with {MIN_TESTED} or more removable tokens)")
     for method, title in why.TITLES.items():
         r = rho[method]
-        print(f"{title:<22} {statistics.mean(r):>7.3f} {statistics.median(r):>9.3f} {beats[method] / n:>13.1%}"
+        print(f"{title:<22} {statistics.mean(r):>7.3f} {statistics.median(r):>9.3f} {beats[method] / max(tested, 1):>13.1%}"
               + (f"   (ρ undefined on {n - len(r)})" if len(r) < n else ""))
     print(f"most-attended word (last layer, mean over heads) = occlusion's first: {same_top} of {n} "
           f"({same_top / n:.1%})")

@@ -84,7 +84,8 @@ st.subheader("Do the methods agree?")
 ui.agreement(result)
 
 st.subheader("The causal check: remove what each method ranks first")
-st.caption("Mask the tokens one at a time in the order a method ranks them, most important first, and watch the "
-           "probability of the guess after each. A method that found what the guess rests on makes it fall faster "
-           "than random orders do. AOPC, the area over the curve, is the mean fall: larger is faster.")
+st.caption("Mask the tokens one at a time in the order a method ranks them, most important first, and watch "
+           + ("p(replaced) at the explained token" if replaced else "the probability of the guess")
+           + " after each. A method that found what the score rests on makes it fall faster than random orders do. "
+           "AOPC, the area over the curve, is the mean fall: larger is faster.")
 ui.causal_check(ckpt, encoding, ask, result)

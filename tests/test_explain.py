@@ -155,6 +155,10 @@ def test_the_random_orders_are_seeded(explained):
 
 
 def made_deletion(curves: dict[str, list[float]], random: list[list[float]]) -> checks.Deletion:
+    """Curves of 4 points, each held at its last value for MIN_TESTED - 3 more removals (enough tokens for a test)."""
+    pad = checks.MIN_TESTED - 3
+    curves = {m: [*c, *[c[-1]] * pad] for m, c in curves.items()}
+    random = [[*r, *[r[-1]] * pad] for r in random]
     n = len(random[0]) - 1
     return checks.Deletion(tuple(range(1, n + 1)), {m: tuple(range(1, n + 1)) for m in curves},
                            {m: np.array(c) for m, c in curves.items()}, np.array(random))
@@ -164,7 +168,7 @@ def test_beats_random_means_above_every_random_order():
     random = [[0.8, 0.7, 0.6, 0.5], [0.8, 0.6, 0.5, 0.4], [0.8, 0.8, 0.7, 0.3]]
     result = made_deletion({"occlusion": [0.8, 0.2, 0.1, 0.0], "attention": [0.8, 0.8, 0.8, 0.4],
                             "rollout": [0.8, 0.6, 0.5, 0.4]}, random)  # rollout ties the best random order
-    assert result.aopc["occlusion"] == pytest.approx((0 + 0.6 + 0.7 + 0.8) / 4)
+    assert result.aopc["occlusion"] == pytest.approx((0 + 0.6 + 0.7 + 0.8 + 0.8 + 0.8) / 6)
     assert result.beats_random("occlusion") and not result.beats_random("attention")
     assert not result.beats_random("rollout")
 
@@ -208,7 +212,7 @@ def test_the_deletion_sentence_names_the_methods_that_beat_random(fast, slow):
     assert f"{TITLES[fast]} ({result.aopc[fast]:.3f})" in winners and TITLES[slow] not in winners.split("):")[-1]
     assert f"{TITLES[slow]} ({result.aopc[slow]:.3f})" in losers
     nobody = checks.deletion_sentence(made_deletion({slow: [0.8, 0.8, 0.8, 0.4]}, random), TITLES)
-    assert nobody.startswith("On this sentence no method") and f"Best: {TITLES[slow]}, AOPC 0.100" in nobody
+    assert nobody.startswith("On this sentence no method") and f"Best: {TITLES[slow]}, AOPC 0.200" in nobody  # (0.4 x 3) / 6
 
 
 # The target word
@@ -323,3 +327,47 @@ def test_frozen_twin_follows_a_model_whose_weights_moved():
     assert second.bert.embeddings.word_embeddings.weight.data_ptr() == \
         model.bert.embeddings.word_embeddings.weight.data_ptr()
     assert frozen(model) is second
+
+
+def test_a_text_longer_than_the_explained_maximum_is_refused_with_its_length(tiny_tokenizer):
+    """Past views.why.MAX_TOKENS every method on every token would take minutes: an InputError that says how long
+    the text is and what the limit is, before anything runs."""
+    from bertviz_lab.bert.config import BertConfig
+    from bertviz_lab.bert.model import BertForPreTraining
+    from bertviz_lab.views import why as vw
+
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                          intermediate_size=32, max_position_embeddings=256)).eval()
+    words = " ".join(tiny_tokenizer.vocab[10:15] * 30)
+    encoding = inputs.encode(tiny_tokenizer, model, f"{words} [MASK] .")
+    assert len(encoding) > vw.MAX_TOKENS
+    with pytest.raises(InputError, match=rf"{len(encoding)} tokens long; .* up to {vw.MAX_TOKENS} tokens"):
+        vw.why(model, tiny_tokenizer, encoding)
+
+
+def test_flow_keeps_a_source_whose_weights_all_underflowed():
+    """One layer whose attention is the identity: A' = I, so every edge but the diagonal has capacity 0 (and is
+    left out); every source still has a flow (1 from the position itself, 0 from the others), never a missing node."""
+    from bertviz_lab.explain.methods import flow
+
+    A = np.eye(4)[None, None]  # (L=1, H=1, T=4, T=4)
+    np.testing.assert_array_equal(flow(A, 2), [0.0, 0.0, 1.0, 0.0])
+
+
+def test_too_few_removable_tokens_give_no_verdict_against_random_orders():
+    """With n < MIN_TESTED removable tokens the 20 random orders cover most of the n! orders, so no order could beat
+    them all: beats_random is None (not False) and the sentence says why, with n! written out."""
+    from bertviz_lab.explain.checks import MIN_TESTED, Deletion, deletion_sentence
+
+    n = MIN_TESTED - 1
+    curve = np.linspace(0.5, 0.1, n + 1)
+    result = Deletion(tuple(range(1, n + 1)), {"occlusion": tuple(range(1, n + 1))}, {"occlusion": curve},
+                      np.tile(curve[::-1], (20, 1)))
+    assert not result.tested and result.beats_random("occlusion") is None
+    assert "only 24 removal orders" in deletion_sentence(result, {"occlusion": "occlusion"}, "p(mat)")
+    longer = Deletion(tuple(range(1, 6)), {"occlusion": tuple(range(1, 6))}, {"occlusion": np.linspace(0.5, 0.0, 6)},
+                      np.tile(np.full(6, 0.5), (20, 1)))
+    assert longer.tested and longer.beats_random("occlusion") is True
+    assert "p(mat)" in deletion_sentence(Deletion(longer.positions, longer.orders, {"occlusion": np.full(6, 0.5)},
+                                                  longer.random_curves), {"occlusion": "occlusion"}, "p(mat)")

@@ -103,21 +103,22 @@ def report_lines(result, deletion=None) -> list[str]:
                        f"{ig.baseline_score:#.4g}, sum = {float(e.values['integrated_gradients'].sum()):#.4g}, "
                        f"delta = {ig.delta:.3g} ({verdict})"), "",
              *_wrapped(f"agreement (Spearman's rho over the word tokens): {result.agreement_sentence}")]
-    return lines if deletion is None else [*lines, "", *deletion_lines(deletion)]
+    p = "p(replaced)" if result.guesses is None else f"p({printable(result.target)})"
+    return lines if deletion is None else [*lines, "", *deletion_lines(deletion, p)]
 
 
-def deletion_lines(deletion) -> list[str]:
-    """Each method's AOPC, the random orders' bar, and which methods cleared it."""
+def deletion_lines(deletion, p: str = "p(target)") -> list[str]:
+    """Each method's AOPC, the random orders' bar, and which methods cleared it (`p`: what the curves follow)."""
     from bertviz_lab.explain.checks import deletion_sentence
     from bertviz_lab.views.why import TITLES
 
     random, width = deletion.random_aopc, max(map(len, TITLES.values()))
-    lines = _wrapped(f"deletion: AOPC, the mean drop of p(target) as the words are masked in each method's order "
+    lines = _wrapped(f"deletion: AOPC, the mean drop of {p} as the words are masked in each method's order "
                      f"({len(random)} random orders: {random.mean():#.4g} ± {random.std():#.4g}, best "
                      f"{random.max():#.4g})")
     lines += [f"  {TITLES[k]:<{width}} {v:#10.4g}{'  beats every random order' if deletion.beats_random(k) else ''}"
               for k, v in deletion.aopc.items()]
-    return [*lines, *_wrapped(deletion_sentence(deletion, TITLES))]
+    return [*lines, *_wrapped(deletion_sentence(deletion, TITLES, p))]
 
 
 def _wrapped(text: str) -> list[str]:

@@ -10,6 +10,7 @@ written from the numbers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,7 @@ import torch
 from bertviz_lab.explain.methods import Case, Progress
 
 RANDOM_ORDERS = 20
+MIN_TESTED = 5  # removable tokens a test against random orders needs: 4 have only 24 orders, which 20 draws mostly cover
 RANDOM_SEED = 0
 AGREE, DISAGREE = 0.5, 0.2  # a Spearman rho at or above AGREE reads "agrees"; below DISAGREE, "does not"
 
@@ -66,10 +68,16 @@ class Deletion:
     def random_aopc(self) -> np.ndarray:
         return np.array([aopc(curve) for curve in self.random_curves])
 
-    def beats_random(self, method: str) -> bool:
+    @property
+    def tested(self) -> bool:
+        """Enough removable tokens for the test to mean something: with n! orders, n < MIN_TESTED, twenty random
+        draws mostly include the method's own order (which ties it), so no order could beat them all."""
+        return len(self.positions) >= MIN_TESTED and len(self.random_curves) > 0
+
+    def beats_random(self, method: str) -> bool | None:
         """The method's AOPC is above every one of the random orders' (a 1-in-21 chance for a ranking that
-        knows nothing)."""
-        return bool(self.aopc[method] > self.random_aopc.max()) if len(self.random_curves) else False
+        knows nothing); None when the sentence is too short for the test (`tested`)."""
+        return bool(self.aopc[method] > self.random_aopc.max()) if self.tested else None
 
 
 def aopc(curve: np.ndarray) -> float:
@@ -86,7 +94,7 @@ def deletion(case: Case, methods: dict[str, np.ndarray], *, random_orders: int =
              seed: int = RANDOM_SEED, progress: Progress | None = None, chunk: int = 64) -> Deletion:
     """Every method's deletion curve and `random_orders` seeded random ones. Each distinct set of removed tokens
     is run once (methods often share their first steps), `chunk` inputs a forward."""
-    positions = np.flatnonzero(~case.fixed)
+    positions = np.flatnonzero(case.removable)
     orders = {name: order(values, positions) for name, values in methods.items()}
     rng = np.random.default_rng(seed)
     shuffled = [tuple(int(p) for p in rng.permutation(positions)) for _ in range(random_orders)]
@@ -140,10 +148,14 @@ def agreement_sentence(rho: dict[str, dict[str, float | None]], titles: dict[str
     return " ".join(parts)
 
 
-def deletion_sentence(result: Deletion, titles: dict[str, str]) -> str:
-    """Which methods' orders removed the guess's support faster than all the random orders, from the numbers."""
-    if len(result.positions) < 2:
-        return "With fewer than two words that can be removed, every order is the same: no test to run."
+def deletion_sentence(result: Deletion, titles: dict[str, str], p: str = "p(target)") -> str:
+    """Which methods' orders removed the guess's support faster than all the random orders, from the numbers (`p`:
+    what the curves follow, as the reader knows it: "p(mat)", or "p(replaced)" for a discriminator)."""
+    if not result.tested:
+        n = len(result.positions)
+        return (f"With {n} {'token' if n == 1 else 'tokens'} that can be removed there are only {math.factorial(n)} "
+                f"removal {'order' if n < 2 else 'orders'}, too few for a test against random orders (it needs "
+                f"{MIN_TESTED} or more): read the curves, not a verdict.")
     random = result.random_aopc
     winners = [m for m in result.curves if result.beats_random(m)]
     losers = [m for m in result.curves if m not in winners]
@@ -151,7 +163,7 @@ def deletion_sentence(result: Deletion, titles: dict[str, str]) -> str:
            f"(best {random.max():.3f})")
     ranked = sorted(result.curves, key=lambda m: -result.aopc[m])
     if not winners:
-        return (f"On this sentence no method's order lowers p(target) faster than every random order: {bar}. "
+        return (f"On this sentence no method's order lowers {p} faster than every random order: {bar}. "
                 f"Best: {titles[ranked[0]]}, AOPC {result.aopc[ranked[0]]:.3f}.")
     said = ", ".join(f"{titles[m]} ({result.aopc[m]:.3f})" for m in ranked if m in winners)
     text = f"Faster than all {len(random)} random orders ({bar}): {said}."

@@ -54,10 +54,17 @@ class Case:
 
     @property
     def fixed(self) -> np.ndarray:
-        """(T,) bool: the tokens no method may remove: [CLS], [SEP] and the explained position."""
+        """(T,) bool: [CLS], [SEP] and the explained position, which integrated gradients' baseline keeps and which
+        occlusion never masks."""
         fixed = self.special.copy()
         fixed[self.score.position] = True
         return fixed
+
+    @property
+    def removable(self) -> np.ndarray:
+        """(T,) bool: the tokens that can be removed (masked): not fixed, and not already a mask (another [MASK]
+        of the sentence, which masking would not change). Agreement and the deletion curves range over these."""
+        return ~self.fixed & (self.ids[0].cpu().numpy() != self.mask_id)
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,8 @@ def flow(A: np.ndarray, position: int) -> np.ndarray:
     mixed = residual_mixing(A)
     L, T = mixed.shape[0], mixed.shape[-1]
     graph = nx.DiGraph()
+    graph.add_nodes_from((0, j) for j in range(T))  # every source, even one whose weights all underflowed to 0
+    graph.add_node((L, position))
     for layer in range(1, L + 1):
         for i in range(T) if layer < L else (position,):
             graph.add_edges_from(((layer - 1, j), (layer, i), {"capacity": float(mixed[layer - 1, i, j])})
@@ -191,7 +200,7 @@ def integrated_gradients(case: Case, steps: int = IG_STEPS, progress: Progress |
 
 def occlusion(case: Case, progress: Progress | None = None, chunk: int = 32) -> np.ndarray:
     """F(x) - F(x with token j replaced by [MASK]) for every token j that may be removed; 0 for the others."""
-    movable = np.flatnonzero(~case.fixed)
+    movable = np.flatnonzero(case.removable)
     values = np.zeros(case.length)
     if not len(movable):
         return values

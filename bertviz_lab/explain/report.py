@@ -58,6 +58,7 @@ class Explanation:
     values: dict[str, np.ndarray]  # METHODS key -> (T,)
     ig: m.IntegratedGradients
     fixed: np.ndarray  # (T,) bool: [CLS], [SEP] and the explained position, which no method may remove
+    removable: np.ndarray  # (T,) bool: the tokens that can be masked (not fixed, not already a mask)
     layer: int  # the attention strip's layer (0-based) and head (None: mean over heads)
     head: int | None
     seconds: dict[str, float] = field(default_factory=dict)  # method -> time it took (the bench prints these)
@@ -65,7 +66,7 @@ class Explanation:
     @property
     def movable(self) -> np.ndarray:
         """The tokens that can be removed (masked): what agreement and the deletion curves range over."""
-        return np.flatnonzero(~self.fixed)
+        return np.flatnonzero(self.removable)
 
     @property
     def agreement(self) -> dict[str, dict[str, float | None]]:
@@ -96,6 +97,8 @@ def explain(case: m.Case, tokens: list[str], *, layer: int = -1, head: int | Non
     layer = layer % A.shape[0]
     values["attention"] = timed("attention", lambda: m.attention(A, case.score.position, layer, head))
     values["rollout"] = timed("rollout", lambda: m.rollout(A, case.score.position))
+    if progress is not None:
+        progress(0.0, "attention flow")
     values["flow"] = timed("flow", lambda: m.flow(A, case.score.position))
     values["value_norm"] = timed("value_norm", lambda: m.value_norm(case, out, A))
     if progress is not None:
@@ -107,5 +110,6 @@ def explain(case: m.Case, tokens: list[str], *, layer: int = -1, head: int | Non
     with torch.no_grad():
         f, p = case.score.evaluate(case.model, case.ids, case.segments)
     values = {key: values[key] for key in METHODS}  # the table's order
-    return Explanation(list(tokens), case.score, float(f[0]), float(p[0]), values, ig, case.fixed, layer, head,
+    return Explanation(list(tokens), case.score, float(f[0]), float(p[0]), values, ig, case.fixed, case.removable,
+                       layer, head,
                        seconds)

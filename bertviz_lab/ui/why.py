@@ -79,6 +79,7 @@ def explained(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> vw.Why:
                       contrast=ask.contrast or None, top_k=TOP_K, position=ask.position,
                       progress=lambda done, what: report((done, f"Running {what}: {done:.0%}")))
 
+    vw.check_length(encoding, ckpt.tokenizer)  # said at once, before the work starts
     for word, what in ((ask.target, "target"), (ask.contrast, "contrast")):
         if word:  # a word that is not in the vocabulary: said at once, before the work (and its log) starts
             vw.target_id(ckpt.tokenizer, word, what)
@@ -231,4 +232,4 @@ def causal_check(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why)
     if len(random):
         right.metric(f"AOPC of {len(random)} random orders", f"{random.mean():.4f} ± {random.std():.4f}",
                      help="Mean ± standard deviation; the grey band around their mean curve is ±1 of it.")
-    right.markdown(plain(checks.deletion_sentence(deletion, vw.TITLES)))
+    right.markdown(plain(checks.deletion_sentence(deletion, vw.TITLES, html.unescape(p))))

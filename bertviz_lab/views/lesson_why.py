@@ -49,7 +49,7 @@ def mattered(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding:
     top = predict.predict_at(model, tokenizer, encoding, [position], predict.ReadOptions(1)).masks[0].candidates[0]
     case = case_for(model, encoding.ids, encoding.segment_ids, encoding.special_mask,
                     Score(position, top.id, None, tokenizer.vocab_size), tokenizer.mask_id, tokenizer.pad_id)
-    words = np.flatnonzero(~case.fixed)
+    words = np.flatnonzero(case.removable)
     if not len(words):
         raise predict.NothingMasked(f"the sentence has no word besides {tokenizer.mask_token}: type a sentence "
                                     "around it")

@@ -23,6 +23,9 @@ from bertviz_lab.explain.report import METHODS, Explanation, case_for, explain
 from bertviz_lab.explain.score import Score
 from bertviz_lab.views.predict import NothingMasked, Prediction, ReadOptions, predict_at
 
+# The longest input explained. Attention flow's maximum flows grow with about the cube of the length (BERT-base: 0.5 s
+# at 32 tokens, 6 s at 64), integrated gradients and occlusion with its square: past this, minutes of two busy cores.
+MAX_TOKENS = 128
 WORD_MARKERS = ("Ġ", "▁")  # how byte-level BPE (RoBERTa) and SentencePiece (XLM-R, ALBERT) mark a word's start
 TITLES = {key: method.title for key, method in METHODS.items()}
 
@@ -51,6 +54,14 @@ class Why:
 
 def mask_positions(encoding: Encoding, tokenizer: WordPieceTokenizer) -> list[int]:
     return [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_id]
+
+
+def check_length(encoding: Encoding, tokenizer: WordPieceTokenizer) -> None:
+    """An InputError for an input longer than MAX_TOKENS (every method on every token would take minutes)."""
+    if len(encoding) > MAX_TOKENS:
+        raise InputError(f"the text is {len(encoding)} tokens long; this page explains texts of up to {MAX_TOKENS} "
+                         f"tokens, since attention flow, integrated gradients and occlusion grow fast with the length: "
+                         f"keep the sentence or two around the {tokenizer.mask_token}")
 
 
 def target_id(tokenizer: WordPieceTokenizer, word: str, what: str = "target") -> int:
@@ -82,6 +93,7 @@ def why(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Enco
         progress: Progress | None = None) -> Why:
     """Explain the guess at the `mask`-th [MASK] (0-based): `target` (default: the top guess), against `contrast`
     if given. For an ELECTRA discriminator, explain its replaced-token logit at token `position` instead."""
+    check_length(encoding, tokenizer)
     masks = mask_positions(encoding, tokenizer)
     if model.has_rtd and not model.has_mlm:
         return _why_replaced(model, tokenizer, encoding, masks, position, layer, head, ig_steps, progress)
