@@ -77,7 +77,7 @@ right.info(f"Read the rows below with care. The attention rows say where {plain(
            "definition: the causal check at the bottom tests them.", icon=":material/lightbulb:")
 
 st.subheader("Which tokens mattered?")
-result = ui.at_layer(ckpt, encoding, ask, result, *ui.attention_pickers(ckpt))
+result = ui.at_layer(result, *ui.attention_pickers(ckpt))
 ui.strips(result, tokenizer, replaced)
 
 st.subheader("Do the methods agree?")

@@ -61,6 +61,7 @@ class Explanation:
     removable: np.ndarray  # (T,) bool: the tokens that can be masked (not fixed, not already a mask)
     layer: int  # the attention strip's layer (0-based) and head (None: mean over heads)
     head: int | None
+    weights: np.ndarray  # (L, H, T, T) every attention weight, float64: another layer's or head's strip is a lookup
     seconds: dict[str, float] = field(default_factory=dict)  # method -> time it took (the bench prints these)
 
     @property
@@ -111,5 +112,5 @@ def explain(case: m.Case, tokens: list[str], *, layer: int = -1, head: int | Non
         f, p = case.score.evaluate(case.model, case.ids, case.segments)
     values = {key: values[key] for key in METHODS}  # the table's order
     return Explanation(list(tokens), case.score, float(f[0]), float(p[0]), values, ig, case.fixed, case.removable,
-                       layer, head,
+                       layer, head, A,
                        seconds)

@@ -1,8 +1,8 @@
 """The Why-this-guess page's computations and its sections.
 
 The eight methods run once per (model, input, which guess, target, contrast) for the whole class (ui/once.py), with
-a progress bar on a big model; the attention strip for another layer or head is read from the input's attention
-weights, cached per input, so picking a layer recomputes neither the gradients nor occlusion. The causal check
+a progress bar on a big model; the attention strip for another layer or head is read from the attention weights
+the explanation kept, so picking a layer runs no forward at all. The causal check
 runs once per explained guess and attention choice: by itself on a small model, behind a button on a big one.
 """
 
@@ -26,7 +26,7 @@ from bertviz_lab.figures import token_labels
 from bertviz_lab.figures import why as figs
 from bertviz_lab.ui import once, state, yours
 from bertviz_lab.ui.handout import record_table
-from bertviz_lab.ui.models import ModelKey, model_key
+from bertviz_lab.ui.models import model_key
 from bertviz_lab.ui.state import Why as K
 from bertviz_lab.ui.tables import number, numbers, table_height
 from bertviz_lab.ui.widgets import chart, plain
@@ -86,14 +86,9 @@ def explained(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> vw.Why:
     return once.follow(EXPLAINED.slot(_key(ckpt, encoding, ask)), work, _bar(ckpt), first=(0.0, "Running the model…"))
 
 
-def at_layer(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why, layer: int, head: int | None) -> vw.Why:
-    """`result` with its attention strip at `layer` and `head` (None: the mean over heads)."""
-    return parts.with_attention(result, _weights(_key(ckpt, encoding, ask), result), layer, head)
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _weights(key: tuple[ModelKey, tuple, tuple, Ask], _result: vw.Why) -> np.ndarray:
-    return parts.attention_weights(_result)  # (L, H, T, T): one forward, then any layer and head is a lookup
+def at_layer(result: vw.Why, layer: int, head: int | None) -> vw.Why:
+    """`result` with its attention strip at `layer` and `head` (None: the mean over heads): a lookup, no forward."""
+    return parts.with_attention(result, layer, head)
 
 
 def mask_word(tokenizer: WordPieceTokenizer, replaced: bool) -> str:

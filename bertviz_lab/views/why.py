@@ -112,13 +112,20 @@ def why(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Enco
         contrast_index = target_id(tokenizer, contrast, "contrast")
         if contrast_index == target_index:
             raise InputError("the contrast word is the target itself: pick another word to compare against")
-    score = Score(at, target_index, contrast_index, tokenizer.vocab_size)
-    case = case_for(model, encoding.ids, encoding.segment_ids, encoding.special_mask, score, tokenizer.mask_id,
-                    tokenizer.pad_id)
-    explanation = explain(case, encoding.tokens, layer=_layer(model, layer), head=_head(model, head),
-                          ig_steps=ig_steps, progress=progress)
+    case, explanation = _explained(model, tokenizer, encoding, Score(at, target_index, contrast_index,
+                                                                     tokenizer.vocab_size), layer, head, ig_steps,
+                                   progress)
     return Why(encoding, masks, at, guesses, tokenizer.id_to_token(target_index),
                None if contrast_index is None else tokenizer.id_to_token(contrast_index), explanation, case)
+
+
+def _explained(model, tokenizer, encoding, score: Score, layer: int, head: int | None, ig_steps: int,
+               progress: Progress | None) -> tuple[Case, Explanation]:
+    """Every method on `encoding` for `score`, the attention strip at `layer` and `head` (checked)."""
+    layer, head = _layer(model, layer), _head(model, head)
+    case = case_for(model, encoding.ids, encoding.segment_ids, encoding.special_mask, score, tokenizer.mask_id,
+                    tokenizer.pad_id)
+    return case, explain(case, encoding.tokens, layer=layer, head=head, ig_steps=ig_steps, progress=progress)
 
 
 def _why_replaced(model, tokenizer, encoding, masks, position, layer, head, ig_steps, progress) -> Why:
@@ -128,11 +135,7 @@ def _why_replaced(model, tokenizer, encoding, masks, position, layer, head, ig_s
     position = words[0] if position is None else position
     if position not in words:
         raise InputError(f"token {position} is not a word of this text: pick one of tokens {words[0]} to {words[-1]}")
-    score = Score(position, None)
-    case = case_for(model, encoding.ids, encoding.segment_ids, encoding.special_mask, score, tokenizer.mask_id,
-                    tokenizer.pad_id)
-    explanation = explain(case, encoding.tokens, layer=_layer(model, layer), head=_head(model, head),
-                          ig_steps=ig_steps, progress=progress)
+    case, explanation = _explained(model, tokenizer, encoding, Score(position, None), layer, head, ig_steps, progress)
     return Why(encoding, masks, position, None, "", None, explanation, case)
 
 
