@@ -30,6 +30,7 @@ PAGES = [
     st.Page("pages/predict.py", title="Mask & predict", icon=":material/visibility_off:"),
     st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
     st.Page("pages/why.py", title="Why this guess?", icon=":material/psychology_alt:"),
+    st.Page("pages/syntax.py", title="Syntax across a corpus", icon=":material/account_tree:"),
     st.Page("pages/representations.py", title="Representations", icon=":material/scatter_plot:"),
     st.Page("pages/pretrain.py", title="Pretrain live", icon=":material/model_training:"),
     st.Page("pages/timelapse.py", title="Time-lapse", icon=":material/slow_motion_video:"),

@@ -3,12 +3,14 @@
 Every pretraining run records a snapshot of the probe sentences at each checkpoint step (0, 1, 2, 5,
 10, 20, 50, ... and every checkpoint interval): the guesses at [MASK], every head's attention, each
 head's role scores and where chosen words sit. The shipped model comes with its own. Play them in
-order, or compare two steps: which heads changed most, which guesses changed.
+order, or compare two steps: which heads changed most, which guesses changed. And syntax as it forms: the
+structural probe, each relation's best head and agreement at every kept checkpoint (measured here on a run's).
 """
 
 import streamlit as st
 
 from bertviz_lab.ui import timelapse as ui
+from bertviz_lab.ui import timelapse_syntax as syntax
 from bertviz_lab.ui.router import end_page, ensure_router
 from bertviz_lab.views import timelapse as vt
 
@@ -29,3 +31,6 @@ ui.formed(lapse)
 
 st.header("Compare two steps")
 ui.diff(lapse)
+
+st.header("Syntax as it forms")
+syntax.section(lapse)

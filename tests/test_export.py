@@ -31,7 +31,9 @@ from bertviz_lab.figures import losses as fl
 from bertviz_lab.figures import predictions as fp
 from bertviz_lab.figures import representations as fr
 from bertviz_lab.figures import shapes as fs
+from bertviz_lab.figures import syntax as fsy
 from bertviz_lab.figures import timelapse as ft
+from bertviz_lab.figures import timelapse_syntax as fts
 from bertviz_lab.figures import training as ftr
 from bertviz_lab.figures import why as fy
 from bertviz_lab.figures import worked as fw
@@ -175,6 +177,30 @@ CASES = {
         lambda t: column(t, "y", trace="bank") == [0.5, 0.75] and column(t, "y", trace="") == [0.25, 0.25]),
     "representations.position_heatmap": (lambda: fr.position_heatmap(W, "p"), lambda t: cell(t, 2, 1) == 0.25),
     "shapes.padded_attention": (lambda: fs.padded_attention(W, TOKENS, 2, "p"), check_heatmap),
+    "syntax.accuracy_heatmap": (lambda: fsy.accuracy_heatmap(np.array([[0.5, 0.25], [1.0, 0.0]]), "a"),
+                                lambda t: cell(t, "head 1", "layer 0") == 0.25 and cell(t, "head 0", "layer 1") == 1.0
+                                and len(t) == 4),
+    "syntax.share_bars": (lambda: fsy.share_bars(["nsubj", "a<b"], np.array([0.5, 0.25]), np.array([0.1, 0.05]), "s"),
+                          lambda t: column(t, "x", trace="this head's picks") == [0.5, 0.25]
+                          and column(t, "x", trace="all word pairs (the base rate)", y="a<b") == [0.05]),
+    "syntax.probe_curves": (lambda: fsy.probe_curves({"UUAS": np.array([0.4, 0.6]), "root accuracy": np.array([0.3, 0.9])},
+                                                     0.45, "p", control=np.array([0.4, 0.41])),
+                            lambda t: column(t, "y", trace="UUAS") == [0.4, 0.6]
+                            and column(t, "y", trace="root accuracy") == [0.3, 0.9]
+                            and column(t, "y", trace="UUAS, random weights (control)") == [0.4, 0.41]
+                            and column(t, "y", trace="UUAS of LINEAR (each word to the next)") == [0.45, 0.45]
+                            and column(t, "x label", trace="UUAS") == ["0 (emb.)", "1"]),
+    "syntax.tree_arcs": (lambda: fsy.tree_arcs(["the", "cat<", "sat"], [(0, 1), (1, 2)], [(0, 1), (0, 2)], "t"),
+                         lambda t: column(t, "text", trace="words") == ["the", "cat<", "sat"]
+                         and column(t, "text", trace="gold edge the probe found") == ["the — cat<"]
+                         and column(t, "text", trace="gold edge the probe missed") == ["cat< — sat"]
+                         and column(t, "text", trace="probe's edge, wrong") == ["the — sat"]
+                         and column(t, "y", trace="probe's edge, right")[0] < 0),  # the probe's arcs under the words
+    "syntax.agreement_bars": (lambda: fsy.agreement_bars([0, 1, 2], np.array([0.75, 0.5, np.nan]), [3, 1, 0], [4, 2, 0],
+                                                         "g"),
+                              lambda t: t["y"].tolist()[:2] == [0.75, 0.5] and np.isnan(t["y"][2])
+                              and t["text"].tolist() == ["3 of 4", "1 of 2", "no pairs"]
+                              and t["pairs"].tolist() == [4, 2, 0]),
     "timelapse.role_lines": (lambda: ft.role_lines([0, 10, 100], np.arange(6.0).reshape(3, 1, 2) / 10, "previous",
                                                    1, "r"),
                              lambda t: column(t, "y", trace="L0 H1") == [0.1, 0.3, 0.5]
@@ -187,6 +213,24 @@ CASES = {
         lambda t: t["y"].tolist() == ["mat", "<b>"] and t["x"].tolist() == [0.5, 0.25]),  # the axis, not the data
     "timelapse.mark_step": (lambda: ft.mark_step(ftr.loss_curves(CURVES), 1),
                             lambda t: column(t, "y", trace="train") == [3.0] and column(t, "y", trace="held-out") == [2.5]),
+    "timelapse_syntax.uuas_lines": (lambda: fts.uuas_lines([0, 10, 100], np.array([[0.4, 0.5], [0.6, 0.7], [0.8, 0.75]]),
+                                                           0.5, "u", np.array([0, 5, 100, 200]), np.array([7.0, 6.0, 3.0, 2.0])),
+                                    lambda t: column(t, "y", trace="best layer") == [0.5, 0.7, 0.8]
+                                    and column(t, "layer", trace="best layer") == [1, 1, 0]
+                                    and column(t, "y", trace="linear baseline") == [0.5] * 3
+                                    and column(t, "x", trace="held-out MLM loss (right)") == [0.0, 0.5, 2.0]  # 200: past
+                                    and column(t, "step", trace="held-out MLM loss (right)") == [0, 5, 100]),
+    "timelapse_syntax.relation_lines": (lambda: fts.relation_lines([0, 10], ["all", "<det>"], np.array([[0.1, 0.2], [0.3, 0.4]]),
+                                                                   np.array([["L0 H0", "L1 H1"], ["L0 H1", "L1 H0"]],
+                                                                            dtype=object), np.array([0.45, 0.9]), "r"),
+                                        lambda t: column(t, "y", panel="<det>", trace="best head") == [0.2, 0.4]
+                                        and column(t, "head", panel="<det>", trace="best head") == ["L1 H1", "L1 H0"]
+                                        and column(t, "y", panel="all", trace="fixed-offset baseline") == [0.45, 0.45]
+                                        and column(t, "x label", panel="all", trace="best head") == ["0", "10"]),
+    "timelapse_syntax.agreement_lines": (lambda: fts.agreement_lines([0, 10], np.array([[0.5, np.nan], [0.75, 0.25]]), "a"),
+                                         lambda t: column(t, "y", trace="0 attractors") == [0.5, 0.75]
+                                         and np.isnan(column(t, "y", trace="1 attractor")[0])
+                                         and column(t, "step", trace="1 attractor") == [0, 10]),
     "training.loss_curves": (lambda: ftr.loss_curves(CURVES), lambda t: t["y"].tolist() == [3.0, 2.5]),
     "training.accuracy_curves": (lambda: ftr.accuracy_curves(CURVES),
                                  lambda t: column(t, "y", trace="top-5") == [0.5] and column(t, "y", trace="train") == [0.1]),

@@ -19,7 +19,8 @@ from bertviz_lab.views import inputs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGE_FILES = {"predict": "pages/predict.py", "attention": "pages/attention.py", "losses": "pages/losses.py",
-              "representations": "pages/representations.py", "timelapse": "pages/timelapse.py", "why": "pages/why.py"}
+              "representations": "pages/representations.py", "timelapse": "pages/timelapse.py", "why": "pages/why.py",
+              "syntax": "pages/syntax.py"}
 NOTE = "This link asked for something this view cannot show"
 
 
@@ -326,7 +327,7 @@ def test_runs_in_a_link_is_the_runs_root_wherever_it_points(visitor, monkeypatch
     assert query_of(at)["model"] == "runs/r1/checkpoint"
 
 
-@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse", "why"])
+@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse", "why", "syntax"])
 def test_every_page_survives_garbage_in_every_one_of_its_parameters(page):
     garbage = {p.name: ("\x07" * 3 if i % 2 else "9" * 40) for i, p in enumerate(links.PAGES[page])}
     at = open_link(page, garbage)
@@ -337,7 +338,7 @@ def test_the_readme_lists_every_pages_parameters():
     readme = (Path(APP).parent / "README.md").read_text()
     titles = {"Lesson": "lesson", "Mask & predict": "predict", "Attention": "attention",
               "Losses step by step": "losses", "Representations": "representations", "Time-lapse": "timelapse",
-              "Why this guess": "why"}
+              "Why this guess": "why", "Syntax across a corpus": "syntax"}
     rows = {}
     for line in readme.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

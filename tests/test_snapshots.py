@@ -162,6 +162,18 @@ def test_publish_ships_the_history_with_the_model(finished_run, tmp_path):
     assert records.read_metrics(history, "eval") == records.read_metrics(finished_run, "eval")
     lapse = timelapse.from_history(tmp_path / "shipped")
     assert lapse.steps == [0, 1, 2, 5, 10, 20, 25] and lapse.shape == (2, 2) and len(lapse.eval) == 4
+    assert not (history / "syntax.jsonl").exists()  # the run measured no syntax
+
+
+def test_publish_ships_the_syntax_measured_at_the_checkpoints(finished_run, tmp_path):
+    from bertviz_lab.pretrain.publish import HISTORY, SYNTAX_FILE, publish
+
+    (finished_run / SYNTAX_FILE).write_text('{"kind": "settings"}\n', encoding="utf-8")
+    try:
+        publish(finished_run, tmp_path / "shipped", eval_batches=1)
+    finally:
+        (finished_run / SYNTAX_FILE).unlink()
+    assert (tmp_path / "shipped" / HISTORY / SYNTAX_FILE).read_text(encoding="utf-8") == '{"kind": "settings"}\n'
 
 
 def test_a_snapshot_records_what_uniform_attention_would_score(finished_run):

@@ -9,6 +9,9 @@ info        a checkpoint's shape and model card
 attribute   which tokens made the model guess its word at a [MASK]: eight attribution methods (attention,
             rollout, flow, value-weighted norm, gradient, gradient x input, integrated gradients, occlusion),
             their agreement and the deletion check, as a table or JSON
+syntax      what the model knows of grammar over a corpus (the story world's trees or a CoNLL-U file): the heads
+            that follow each dependency relation, the structural probe by layer against a random-weights control,
+            subject-verb agreement across attractors, as tables or JSON
 classify    a fine-tuned checkpoint on a sentence (or a pair): each label's probability, or each token's tag
 train       pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
 finetune    fine-tune a classifier (a built-in task or a CSV) from a checkpoint or from scratch into a run
@@ -20,10 +23,10 @@ runs        list, stop, resume or delete the pretraining and fine-tuning runs un
 Every --checkpoint takes a model folder or a Hugging Face Hub id (bert-base-uncased, org/name): a folder
 that exists wins; a Hub id opens from the Hugging Face cache, downloaded into it the first time.
 
-explore.py holds predict, similarity, lens, heads and info; explain.py attribute; finetune.py finetune and
-classify; training.py train, publish and runs. They sit on views/, finetune/ and pretrain/ and import them
-lazily, so `--help` is instant. User mistakes print one line on stderr and exit with status 2; nothing a user
-types should produce a traceback.
+explore.py holds predict, similarity, lens, heads and info; explain.py attribute; syntax.py syntax; finetune.py
+finetune and classify; training.py train, publish and runs. They sit on views/, syntax/, finetune/ and pretrain/
+and import them lazily, so `--help` is instant. User mistakes print one line on stderr and exit with status 2;
+nothing a user types should produce a traceback.
 """
 
 from __future__ import annotations
@@ -32,13 +35,13 @@ import argparse
 import os
 import sys
 
-from bertviz_lab.cli import explain, explore, finetune, training
+from bertviz_lab.cli import explain, explore, finetune, syntax, training
 from bertviz_lab.cli.common import EXIT_USAGE
 from bertviz_lab.cli.explore import model_card
 from bertviz_lab.errors import LabError
 
 __all__ = ["EXIT_USAGE", "build_parser", "main", "model_card"]
-COMMANDS = {**explore.COMMANDS, **explain.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
+COMMANDS = {**explore.COMMANDS, **explain.COMMANDS, **syntax.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     explore.add_parsers(sub)  # predict, similarity, lens, heads, info
     explain.add_parser(sub)  # attribute
+    syntax.add_parser(sub)
     finetune.add_classify_parser(sub)
     training.add_train_parser(sub)
     finetune.add_finetune_parser(sub)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from bertviz_lab import atomic
+from bertviz_lab import atomic, files
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.errors import CheckpointError
 from bertviz_lab.pretrain import snapshots
@@ -31,11 +31,13 @@ from bertviz_lab.pretrain.records import read_metrics
 HISTORY = "history"
 # The model card's held-out names (bert/card.py reads them; shipped cards have them) for the fields of `Metrics`
 CARD_NAMES = {"loss": "mlm_loss", "acc": "mlm_top1", "top5": "mlm_top5", "nsp_loss": "nsp_loss", "nsp_acc": "nsp_acc"}
+SYNTAX_FILE = "syntax.jsonl"  # written by views/timelapse_syntax.py into a run folder
 TRAIN_EVERY = 5  # train records kept in the history: one step in five (the curve looks the same)
 
 
 def copy_history(run_dir: Path, folder: Path) -> None:
-    """The run's snapshots and thinned curves into folder/history/ (nothing when the run has neither)."""
+    """The run's snapshots and thinned curves into folder/history/ (nothing when the run has neither), and the
+    syntax measured at its checkpoints (syntax.jsonl, the Time-lapse's "Syntax as it forms") when it has it."""
     curves = [r for r in read_metrics(run_dir) if r.get("kind") == "eval"
               or (r.get("kind") == "train" and r["step"] % TRAIN_EVERY == 0)]
     frames = snapshots.copy(run_dir / snapshots.FILE, folder / HISTORY / snapshots.FILE)  # line by line, as written
@@ -44,6 +46,9 @@ def copy_history(run_dir: Path, folder: Path) -> None:
     if not frames:
         atomic.write_text(folder / HISTORY / snapshots.FILE, "")
     atomic.write_text(folder / HISTORY / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in curves))
+    syntax = run_dir / SYNTAX_FILE
+    if syntax.is_file() and syntax.stat().st_size <= files.MAX_TEXT_FILE_BYTES:
+        atomic.write_text(folder / HISTORY / SYNTAX_FILE, syntax.read_text(encoding="utf-8", errors="replace"))
 
 
 def cpu_name() -> str:

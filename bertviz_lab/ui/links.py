@@ -16,7 +16,6 @@ leaves out by the widget's label.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Callable
@@ -28,10 +27,10 @@ import streamlit as st
 
 from bertviz_lab.bert import hub
 from bertviz_lab.bert.config import RANDOM_TOKENS
-from bertviz_lab.head_id import HeadId
 from bertviz_lab.ui import models, state
+from bertviz_lab.ui.link_readers import choice, flag, head_name, integer, number, token_range
 from bertviz_lab.ui.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
-                                  Sentences, TimeLapse, Why)
+                                  Sentences, Syntax, TimeLapse, Why)
 from bertviz_lab.ui.widgets import plain
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import inputs
@@ -43,7 +42,7 @@ GLOBAL = ("projector", "model")  # read by app.py and the sidebar on every page,
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newline
 
 
-# --- Readers: the URL's text -> a value, or ValueError(why) -----------------------------------------
+# --- Readers: the URL's text -> a value, or ValueError(why) (the others: ui/link_readers.py) -------------
 def text(limit: int = MAX_TEXT) -> Callable[[str], str]:
     def read(value: str) -> str:
         if len(value) > limit:
@@ -58,58 +57,6 @@ def text(limit: int = MAX_TEXT) -> Callable[[str], str]:
 
 def _listed(code_points: list[str]) -> str:
     return ", ".join(code_points[:MAX_NOTED]) + (" …" if len(code_points) > MAX_NOTED else "")
-
-
-def flag(value: str) -> bool:
-    words = {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}
-    if value.lower() not in words:
-        raise ValueError("is not 1 or 0")
-    return words[value.lower()]
-
-
-def integer(low: int, high: int) -> Callable[[str], int]:
-    def read(value: str) -> int:
-        if not re.fullmatch(r"-?\d{1,10}", value.strip()):
-            raise ValueError("is not a whole number")
-        number = int(value)
-        if not low <= number <= high:
-            raise ValueError(f"is not between {low:,} and {high:,}")
-        return number
-    return read
-
-
-def number(low: float, high: float) -> Callable[[str], float]:
-    def read(value: str) -> float:
-        try:
-            result = float(value) if len(value) <= 32 else math.nan
-        except ValueError:
-            result = math.nan
-        if not math.isfinite(result):
-            raise ValueError("is not a number")
-        if not low <= result <= high:
-            raise ValueError(f"is not between {low:g} and {high:g}")
-        return result
-    return read
-
-
-def choice(options) -> Callable[[str], str]:
-    def read(value: str) -> str:
-        if value not in options:
-            raise ValueError("is not one of " + ", ".join(map(str, options)))
-        return value
-    return read
-
-
-def token_range(value: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d{1,6})-(\d{1,6})", value.strip())
-    if not match or int(match[1]) > int(match[2]):
-        raise ValueError("is not a token range like 0-63")
-    return int(match[1]), int(match[2])
-
-
-def head_name(value: str) -> str:
-    HeadId.parse(value)  # ValueError("is not a head like L0 H1")
-    return value
 
 
 # --- Parameters ------------------------------------------------------------------------------------
@@ -184,6 +131,13 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
             Param("target", Why.TARGET, text(100), label="Target word"),
             Param("contrast", Why.CONTRAST, text(100), label="Contrast word"), Param("layer", Why.LAYER, LAYER),
             Param("head", Why.HEAD, lambda value: value if value == "mean" else HEAD(value))),
+    "syntax": (Param("source", Syntax.SOURCE, choice(("story", "treebank", "own"))),
+               Param("sentences", Syntax.SENTENCES, integer(1, 99_999)),
+               Param("own", Syntax.OWN, text(), label="Your sentences"), Param("tab", Syntax.TAB, text(60)),
+               Param("relation", Syntax.RELATION, text(60)), Param("direction", Syntax.DIRECTION, integer(0, 1)),
+               Param("layer", Syntax.LAYER, LAYER), Param("head", Syntax.HEAD, HEAD),
+               Param("probe_layer", Syntax.PROBE_LAYER, LAYER), Param("sentence", Syntax.SENTENCE, integer(0, 99_999)),
+               Param("attractors", Syntax.ATTRACTORS, lambda value: value if value == "all" else integer(0, 9)(value))),
 }
 RESTORED, NOTES = Classroom.RESTORED, Classroom.NOTES
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import streamlit as st
 
+from bertviz_lab.ui.checks import FORGET, nearest, one_of, some_of, span
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import forms
 from bertviz_lab.views import lesson as vl
@@ -25,31 +26,6 @@ from bertviz_lab.views import pretrain as vp
 from bertviz_lab.views import worked as w
 
 SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"  # the models that come with the lab
-FORGET = object()  # what a check returns for a value to drop: the widget then shows its own default
-
-
-# --- Checks: (remembered value, options offered now) -> the value to keep, or FORGET ---------------
-def one_of(value, options: list):
-    """A single choice, kept while the options still offer it."""
-    return value if value in options else FORGET
-
-
-def some_of(values, options: list) -> list:
-    """A multiple choice: the chosen values the options still offer, in their order."""
-    return [v for v in values if v in options]
-
-
-def nearest(value, options: list):
-    """A position in a range of numbers: moved to the nearest end when the range shrinks."""
-    return min(max(value, options[0]), options[-1])
-
-
-def span(value, options: list):
-    """A (first, last) token range, cut to the tokens offered now ([0, T - 1]); dropped if nothing is left."""
-    if not (isinstance(value, (tuple, list)) and len(value) == 2):
-        return FORGET
-    first, last = value[0], min(value[1], options[-1])
-    return (first, last) if options[0] <= first <= last else FORGET
 
 
 @dataclass(frozen=True)
@@ -193,6 +169,24 @@ class Why:
     TARGET, CONTRAST = Key("why.target", ""), Key("why.contrast", "")  # "": the top guess; no contrast
     LAYER, HEAD = Key("why.layer", None, one_of), Key("why.head", "mean", one_of)  # the attention strip's
     RUN, EXAMPLE = Key("why.run"), Key("why.example")  # "Run the causal check" on a big model; the example picked
+
+
+class Syntax:
+    """Syntax across a corpus (pages/syntax.py, ui/syntax.py): the sentences read, the run, and each tab's choices."""
+    SOURCE = Key("syntax.source", "story", one_of)  # "story", "treebank" (an upload) or "own" (the search only)
+    SENTENCES = Key("syntax.sentences", 1_200, one_of)  # how many of the story world's sentences
+    UPLOAD = Key("syntax.upload")
+    OWN = Key("syntax.own", "the cat sat on the mat .\nthe children in the park were happy .\n"
+                            "the animal did not cross the street because it was too tired .")
+    CONTROL, RUN = Key("syntax.control", True), Key("syntax.run")  # the random-weights control; the Run button
+    TAB = Key("syntax.tab", None, one_of)  # the open tab (its label); None: the first
+    RELATION = Key("syntax.relation", None, one_of)  # None: nsubj where the corpus has it, else "all"
+    DIRECTION = Key("syntax.direction", 0, one_of)  # 0: dependent → head, 1: head → dependent
+    LAYER, HEAD = Key("syntax.layer", 0, one_of), Key("syntax.head", 0, one_of)  # the head searched
+    PROBE_LAYER = Key("syntax.probe_layer", None, one_of)  # the tree drawn; None: the layer with the best UUAS
+    SENTENCE = Key("syntax.sentence", None, one_of)  # a held-out sentence (its index in the corpus); None: the first
+    ATTRACTORS = Key("syntax.attractors", "all", one_of)  # the pairs listed: "all" or 0..3
+    INPUTS = (SOURCE, SENTENCES, OWN, CONTROL, RELATION, DIRECTION, LAYER, HEAD, PROBE_LAYER, SENTENCE, ATTRACTORS)
 
 
 class Losses:

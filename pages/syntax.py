@@ -1,0 +1,31 @@
+"""Syntax across a corpus: evidence over many sentences rather than one. Which heads follow which dependency
+relation against a fixed-offset baseline (Clark et al. 2019), where one head puts its weight across the corpus
+(exBERT), a structural probe per layer (Hewitt & Manning 2019), and subject-verb agreement across attractors
+(Linzen et al. 2016). One run of the analysis serves all four tabs; only the open tab draws."""
+
+import streamlit as st
+
+from bertviz_lab.ui import state
+from bertviz_lab.ui import syntax as ui
+from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.state import Syntax as K
+from bertviz_lab.ui.syntax_tabs import agreement_tab, probe_tab
+from bertviz_lab.ui.widgets import family_note
+
+TABS = {"Relations by head": ui.relations_tab, "Search by a head": ui.search_tab, "Structural probe": probe_tab,
+        "Agreement": agreement_tab}
+
+st.title("Syntax across a corpus")
+st.caption("One sentence's attention can show anything. These tabs count over hundreds of sentences with their "
+           "dependency trees, each beside a baseline that needs no model, so a pattern can be told from chance. "
+           "Heads are named L·H· from 0, as on the Attention page.")
+ckpt = active_model()
+family_note(ckpt)
+state.keep(*K.INPUTS)  # the closed tabs' choices, kept while another tab is open
+source = ui.source_picker()
+report = ui.analysed(ckpt, source)  # None until the button runs it
+state.keep_valid(K.TAB, list(TABS))
+for tab, draw in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.values()):
+    if tab.open:  # only the open tab draws: a picker's change redraws that tab alone
+        with tab:
+            draw(ckpt, source, report)
