@@ -2,9 +2,10 @@
 
 The shipped model keeps no checkpoints, only its history; the Time-lapse's "Syntax as it forms" needs a model at each
 step. README's command rerun into RUN_DIR (same settings, same seed) keeps the 1-2-5 series of checkpoints; this
-measures each one as the Time-lapse's button does and writes the records next to the shipped history, but only when
-the rerun's last weights are the shipped weights (the same training, step for step), unless --allow-other-run, in
-which case the file says so in a note.
+measures each one as the Time-lapse's button does and writes the records next to the shipped history. When the
+rerun's last weights are not the shipped weights (the code has changed since the shipped run, and the smallest
+floating-point difference grows over 5,000 steps) it stops, unless --allow-other-run: then the file's header says
+what was measured (its "source"), and the Time-lapse shows that sentence above the charts.
 
     python -m bench.syntax_history RUN_DIR [--to checkpoints/bertviz-mini] [--allow-other-run]
 """
@@ -12,7 +13,9 @@ which case the file says so in a note.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from datetime import date
 from pathlib import Path
 
 import torch
@@ -28,10 +31,19 @@ ROOT = Path(__file__).resolve().parents[1]
 def same_weights(run_checkpoint: Path, shipped: Path) -> tuple[bool, float]:
     """Whether two model.safetensors hold the same tensors, and the largest difference."""
     a, b = load_file(run_checkpoint / "model.safetensors"), load_file(shipped / "model.safetensors")
-    if set(a) != set(b):
-        return False, float("inf")
+    if set(a) != set(b) or any(a[k].shape != b[k].shape for k in a):
+        return False, float("inf")  # another shape (e.g. fewer positions): not the same model
     worst = max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
     return worst == 0.0, worst
+
+
+def _loss(folder: Path, step: int) -> float:
+    """The held-out MLM loss a run (or a shipped history) recorded at `step`, or nan."""
+    for line in (folder / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "eval" and record.get("step") == step:
+            return float(record.get("loss", record.get("mlm_loss", "nan")))
+    return float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--to", type=Path, default=ROOT / "checkpoints" / "bertviz-mini")
     parser.add_argument("--allow-other-run", action="store_true")
+    parser.add_argument("--source", default="", help="the sentence the page shows about the run measured")
     args = parser.parse_args(argv)
     steps = {int(p.name.split("-")[1]): p for p in sorted((args.run_dir / "checkpoints").glob("step-*"))
              if (p / "model.safetensors").is_file()}
@@ -49,11 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(steps)} checkpoints, steps {sorted(steps)}; the last one's weights "
           f"{'are the shipped weights' if same else f'differ from the shipped ones (max |diff| {worst:.3g})'}")
     if not same and not args.allow_other_run:
+        print("not written: pass --allow-other-run to measure it as a rerun of the recipe", file=sys.stderr)
         return 1
     out = args.to / HISTORY / FILE
     torch.set_num_threads(1)
+    source = "" if same else args.source or (
+        f"Measured on a rerun of this model's training (the same settings and seed, {date.today():%Y-%m-%d}): the "
+        f"shipped run kept no checkpoints, and a rerun is not the same model step for step (its held-out loss "
+        f"at step {max(steps):,} is {_loss(args.run_dir, max(steps)):.3f}, this model's {_loss(args.to / HISTORY, max(steps)):.3f}), "
+        f"so these curves show when the tree appears in this recipe, not in these exact weights.")
     history = vts.measure_checkpoints(steps, out, progress=lambda f, m: print(f"  {f:5.0%} {m}", file=sys.stderr),
-                                      threads=1)
+                                      threads=1, source=source)
     for at in history.records:
         nsubj = at.relations.get("nsubj")
         print(f"step {at.step:>5}: best UUAS {at.best_uuas:.3f} (layer {at.best_layer}); nsubj "

@@ -151,6 +151,19 @@ def test_a_damaged_file_is_read_line_by_line_and_the_damage_measured_again(run, 
     assert "cannot be read" in vts.read(path).note
 
 
+def test_a_source_note_in_the_header_is_kept_through_a_new_measurement(run, counted):
+    path = run / vts.FILE
+    vts.measure_checkpoints({0: run / "checkpoints" / "step-000000"}, path, settings=QUICK,
+                            source="Measured on a rerun of this model's recipe.")
+    assert vts.read(path).source == "Measured on a rerun of this model's recipe."
+    vts.measure(run)  # the rest of the steps, written with the same header
+    assert vts.read(path).source == "Measured on a rerun of this model's recipe." and vts.read(path).steps == STEPS
+    header, *records = lines(path)
+    header["source"] = "\x1b[31mred\x07"  # a terminal escape is not shown
+    path.write_text("\n".join(map(json.dumps, [header, *records])) + "\n")
+    assert vts.read(path).source == "" and vts.read(path).steps == STEPS
+
+
 def at(step: int, best: float, linear: float = 0.5) -> SyntaxAt:
     return SyntaxAt(step, (0.3, best), linear, {"all": HeadScore(0, 0, 0.2, 1, 0.4, 9)}, {0: 0.5, 1: None})
 

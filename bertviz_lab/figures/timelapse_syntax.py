@@ -18,16 +18,19 @@ import plotly.graph_objects as go
 
 from bertviz_lab.figures import house
 from bertviz_lab.figures.syntax import CHANCE
-from bertviz_lab.figures.timelapse import CHANCE_COLOR, FRAME_AXIS
+from bertviz_lab.figures.timelapse import CHANCE_COLOR
 from bertviz_lab.figures.training import LEGEND, RUN_COLORS
 
 BEST_COLOR, LOSS_COLOR, LAYER_COLOR = "#1f5fa8", "#e0791b", "#b9c7d8"
 PANEL_COLUMNS = 4
 
 
+SHORT_AXIS = "checkpoint step (evenly spaced)"  # these charts sit in half a page: the Time-lapse's own is longer
+
+
 def frame_axis(steps: list[int]) -> dict:
     """An x axis with one tick per measured step, evenly spaced."""
-    return dict(title=dict(text=FRAME_AXIS), tickmode="array", tickvals=list(range(len(steps))),
+    return dict(title=dict(text=SHORT_AXIS), tickmode="array", tickvals=list(range(len(steps))),
                 ticktext=[f"{s:,}" for s in steps], range=[-0.3, len(steps) - 0.7])
 
 
@@ -127,8 +130,10 @@ def agreement_lines(steps: list[int], accuracy: np.ndarray, title: str) -> go.Fi
                          hovertemplate=f"{k} attractor{'s' * (k != 1)}, step %{{customdata:,}}: %{{y:.0%}}"
                                        "<extra></extra>") for k in range(A)]
     layout = dict(xaxis=frame_axis(steps), yaxis=dict(title=dict(text="pairs agreed on"), range=[0, 1.02],
-                                                      tickformat=".0%"), legend=LEGEND, hovermode="closest")
-    fig = go.Figure(traces, layout=house(layout, title, 360))
-    fig.add_hline(y=0.5, line=dict(color=CHANCE_COLOR, width=1.5, dash="dash"), annotation_position="bottom right",
-                  annotation=dict(text=CHANCE, font=dict(color=CHANCE_COLOR)))
+                                                      tickformat=".0%"),
+                  legend=dict(LEGEND, y=-0.42, yanchor="top", x=0, xanchor="left"),  # below: a narrow column
+                  hovermode="closest")
+    fig = go.Figure(traces, layout=house(layout, title, 420))
+    fig.add_hline(y=0.5, line=dict(color=CHANCE_COLOR, width=1.5, dash="dash"), annotation_position="top left",
+                  annotation=dict(text=CHANCE, font=dict(color=CHANCE_COLOR), bgcolor="rgba(255,255,255,0.8)"))
     return fig

@@ -85,6 +85,8 @@ def section(lapse: vt.TimeLapse) -> None:
     history = _read(str(path), version, lapse.shape)
     kept = dict(lapse.checkpoints) if kind == "run" else {}
     todo = vts.unmeasured(history, list(kept))
+    if history.source:
+        st.info(history.source, icon=":material/info:")
     if history.note:
         st.caption(history.note)
     running = _job(folder, fresh=False) if kind == "run" else None
@@ -115,7 +117,7 @@ def _figures(path: str, version: tuple | None, losses: tuple, _history: vts.Synt
     loss = (_held["step"].to_numpy(), _held["loss"].to_numpy()) if _held is not None else ()
     last = history.records[-1]
     return {"uuas": sfig.uuas_lines(steps, data["uuas"], last.linear_uuas, "Structural probe: UUAS at each step", *loss),
-            "agreement": sfig.agreement_lines(steps, data["agreement"], "Subject-verb agreement across attractors"),
+            "agreement": sfig.agreement_lines(steps, data["agreement"], "Agreement by attractors"),
             "relations": sfig.relation_lines(steps, relations, data["accuracy"], data["heads"], data["baseline"],
                                              "Each relation's best head, dependent → head"),
             "beat": [n for n, a, b in zip(relations, data["accuracy"][-1], data["baseline"]) if n != ALL and a > b],
@@ -126,10 +128,12 @@ def draw(lapse: vt.TimeLapse, history: vts.SyntaxHistory, version: tuple | None)
     """The sentence that says when the tree appears, and the three charts (`version`: of the file read)."""
     steps, settings = history.steps, history.settings
     held = lapse.eval if {"step", "loss"} <= set(lapse.eval.columns) and not lapse.eval.empty else None
+    if history.source:  # measured on another run (a shipped model's rerun): this model's loss is not that run's
+        held = None
     losses = (len(held), int(held["step"].iloc[-1])) if held is not None else ()
     figs = _figures(str(history.path), version, losses, history, held)
     st.markdown(vts.tree_sentence(history))
-    left, right = st.columns([3, 2])
+    left, right = st.columns(2)  # the agreement chart needs its legend's room
     chart(figs["uuas"], "timelapse_syntax_uuas", left, key="lapse.syntax.uuas")
     trained, tested = vts.probe_split(history.records[-1])
     left.caption(f"A structural probe (Hewitt & Manning) at each layer, trained on {trained} sentences of the "

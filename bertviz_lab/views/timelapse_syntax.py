@@ -65,13 +65,15 @@ def record_of(step: int, report, seconds: float) -> dict:
 
 
 def measure_checkpoints(dirs_by_step: dict[int, Path], out_path, progress: Progress | None = None,
-                        settings: Settings | None = None, threads: int | None = None) -> SyntaxHistory:
+                        settings: Settings | None = None, threads: int | None = None,
+                        source: str = "") -> SyntaxHistory:
     """Measure the checkpoints (step -> folder) whose step `out_path` does not hold yet, writing each into it as soon
     as it is done; `progress(fraction, message)` all along; on `threads` torch threads (None: this thread's count).
     A file goes on with its own settings (InputError when others are asked for); a checkpoint of another shape than
-    the file's steps is skipped, with a note."""
+    the file's steps is skipped, with a note. `source` says what was measured when it is not the run whose history
+    the file sits in (a rerun of a shipped model's recipe); the page shows it."""
     with _threads(threads):
-        return _measure(dirs_by_step, Path(out_path), progress, settings)
+        return _measure(dirs_by_step, Path(out_path), progress, settings, source)
 
 
 @contextmanager
@@ -87,7 +89,7 @@ def _threads(count: int | None) -> Iterator[None]:
 
 
 def _measure(dirs_by_step: dict[int, Path], out_path: Path, progress: Progress | None,
-             settings: Settings | None) -> SyntaxHistory:
+             settings: Settings | None, source: str = "") -> SyntaxHistory:
     held = read(out_path)
     if held.settings and settings is not None and settings != held.settings:
         raise InputError(f"{out_path.name} was measured with other settings ({held.settings}); delete it to measure "
@@ -117,12 +119,13 @@ def _measure(dirs_by_step: dict[int, Path], out_path: Path, progress: Progress |
                          agreement_pairs_per_count=settings.agreement_pairs, probe_steps=settings.probe_steps,
                          progress=report)
         shape, done[step] = here, record_of(step, result, time.perf_counter() - start)
-        write(out_path, settings, shape, done)
+        write(out_path, settings, shape, done, held.source or source)
     if progress:
         progress(1.0, "done")
     out = read(out_path)
     missed = f"Checkpoints not measured (unreadable, or of another shape): steps {', '.join(map(str, skipped))}."
-    return SyntaxHistory(out.records, out.settings, out.shape, join(out.note, missed if skipped else ""), out_path)
+    return SyntaxHistory(out.records, out.settings, out.shape, join(out.note, missed if skipped else ""), out_path,
+                         out.source)
 
 
 def measure(folder, progress: Progress | None = None, settings: Settings | None = None,

@@ -99,6 +99,7 @@ class SyntaxHistory:
     shape: tuple[int, int, int] | None = None  # (layers, heads, hidden) of the model measured
     note: str = ""  # lines skipped, checkpoints that could not be read, a file refused
     path: Path | None = field(default=None, compare=False)
+    source: str = ""  # what was measured when it is not the run itself (the header's "source"; shown on the page)
 
     @property
     def steps(self) -> list[int]:
@@ -120,12 +121,17 @@ def _share(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1
 
 
-def _header(record: dict) -> tuple[Settings, tuple[int, int, int]] | None:
+MAX_SOURCE = 600  # characters of the header's "source" shown
+
+
+def _header(record: dict) -> tuple[Settings, tuple[int, int, int], str] | None:
     shape = tuple(record.get(k) for k in ("layers", "heads", "hidden"))
     if record.get("version") != VERSION or not all(_whole(v, 1, 4096) for v in shape):
         return None
     settings = Settings.of(record)
-    return (settings, shape) if settings else None
+    source = record.get("source", "")
+    source = " ".join(source.split())[:MAX_SOURCE] if isinstance(source, str) and source.isprintable() else ""
+    return (settings, shape, source) if settings else None
 
 
 def _relation(entry, layers: int, heads: int) -> HeadScore | None:
@@ -192,25 +198,25 @@ def read(path, shape: tuple[int, int] | None = None) -> SyntaxHistory:
     skipped = f"{bad} line{'s' * (bad != 1)} of {path.name} skipped ({first_bad})." if bad else ""
     if head is None:
         return SyntaxHistory(note=join(skipped, f"{path.name} has no settings line: not shown."), path=path)
-    settings, measured = head
+    settings, measured, source = head
     if shape is not None and tuple(shape) != measured[:2]:
         return SyntaxHistory(note=f"The syntax history was measured on a model of {measured[0]} layers x "
                                   f"{measured[1]} heads, not this one's {shape[0]} x {shape[1]}: not shown.",
                              path=path)
-    return SyntaxHistory(tuple(found[s] for s in sorted(found)), settings, measured, skipped, path)
+    return SyntaxHistory(tuple(found[s] for s in sorted(found)), settings, measured, skipped, path, source)
 
 
 def join(*notes: str) -> str:
     return " ".join(n.strip() for n in notes if n and n.strip())
 
 
-def header_record(settings: Settings, shape: tuple[int, int, int]) -> dict:
+def header_record(settings: Settings, shape: tuple[int, int, int], source: str = "") -> dict:
     return {"kind": "syntax-settings", "version": VERSION, **dict(zip(("layers", "heads", "hidden"), shape)),
-            **asdict(settings)}
+            **asdict(settings), **({"source": source} if source else {})}
 
 
-def write(path: Path, settings: Settings, shape, records: dict[int, dict]) -> None:
-    lines = [header_record(settings, shape)] + [records[s] for s in sorted(records)]
+def write(path: Path, settings: Settings, shape, records: dict[int, dict], source: str = "") -> None:
+    lines = [header_record(settings, shape, source)] + [records[s] for s in sorted(records)]
     atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in lines))
 
 
