@@ -213,7 +213,7 @@ def errors(at: AppTest) -> list:
 
 
 def syntax_charts(at: AppTest) -> dict[str, dict]:
-    names = ("Structural probe", "Subject-verb agreement", "Each relation's best head")
+    names = ("Structural probe", "Agreement by attractors", "Each relation's best head")
     return {f["layout"]["title"]["text"]: f for f in figures(at) if f["layout"]["title"]["text"].startswith(names)}
 
 
