@@ -16,6 +16,21 @@ WORDS = ("the a cat cats dog sat on mat rug bank river money deposit went to i i
          "play ##ing ##ed ##s un ##believ ##able and he she they").split()
 
 
+def open_page(script, folder=None, timeout: int = 120, **session):
+    """An AppTest of `script` run once on the model in `folder` (None: the default model), with `session`'s keys
+    set first ("." written "__"), checked to have raised nothing."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(script), default_timeout=timeout)
+    if folder is not None:
+        at.session_state["model.path"] = str(folder)
+    for key, value in session.items():
+        at.session_state[key.replace("__", ".")] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def vocab_of_size(n: int) -> list[str]:
     """Specials, then real words, then filler tokens up to n entries."""
     tokens = list(SPECIAL_TOKENS) + [w for w in WORDS if w not in SPECIAL_TOKENS]

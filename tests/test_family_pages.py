@@ -17,6 +17,7 @@ from family_models import build
 from figure_data import array, figures, shown
 from streamlit.testing.v1 import AppTest
 
+from conftest import open_page
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.views.representations import embedding_layer
 
@@ -78,13 +79,7 @@ def framed(m: Member, tokens: list[str]) -> bool:
 def page(name: str, folder: Path, **session) -> AppTest:
     """`name` opened on the model in `folder`; `session`: more session-state keys, "." written "__"."""
     script = PAGES.parent / "app.py" if name == "home" else PAGES / f"{name}.py"  # Home is app.py's first page
-    at = AppTest.from_file(str(script), default_timeout=120)
-    at.session_state["model.path"] = str(folder)
-    for key, value in session.items():
-        at.session_state[key.replace("__", ".")] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(script, folder, **session)
 
 
 def subheaders(at: AppTest) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import vocab_of_size
+from conftest import open_page, vocab_of_size
 from figure_data import array, figures, shown
 from streamlit.testing.v1 import AppTest
 
@@ -65,13 +65,7 @@ def expected(tiny):
 
 def page(folder: Path, **session) -> AppTest:
     """The page on the model in `folder`; `session`: keys, "." written "__"."""
-    at = AppTest.from_file(PAGE, default_timeout=300)
-    at.session_state["model.path"] = str(folder)
-    for key, value in session.items():
-        at.session_state[key.replace("__", ".")] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(PAGE, folder, 300, **session)
 
 
 def run_analysis(at: AppTest) -> AppTest:

@@ -12,6 +12,7 @@ from family_models import build
 from figure_data import array, figures, shown
 from streamlit.testing.v1 import AppTest
 
+from conftest import open_page
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.explain import methods
 from bertviz_lab.figures import token_labels
@@ -27,14 +28,7 @@ TWO = "the [MASK] sat on the [MASK] ."
 
 def page(folder: Path | None = None, **session) -> AppTest:
     """The page on the shipped model (or the one in `folder`); `session`: keys, "." written "__"."""
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    if folder is not None:
-        at.session_state["model.path"] = str(folder)
-    for key, value in session.items():
-        at.session_state[key.replace("__", ".")] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(PAGE, folder, **session)
 
 
 def report(text: str = CAT, folder: Path | None = None, **options) -> dict:

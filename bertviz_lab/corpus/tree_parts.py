@@ -21,7 +21,6 @@ PREPOSITIONS = frozenset("to on in under near behind across along into around th
                          "about of by".split())
 AUXILIARIES = frozenset("will did does do can is are am was were".split())
 PRONOUNS = frozenset("i we you he she it they".split())
-_ADVERBS = frozenset(CATEGORIES["habit"]) | {"not"}
 # Time phrases by tense: (phrase, its relation); slots filled like the stories' own.
 _WHEN = {
     "past": (("yesterday", "obl:tmod"), ("last night", "obl:tmod"), ("last week", "obl:tmod"),

@@ -102,7 +102,7 @@ def _relative_tree(w: Writer) -> Tree:
     verb = w.deck("verb:perceive").draw()[0]
     if w.chance(0.5):  # the cat that anna fed: "that" is the object of the relative clause
         doer = w.person()
-        inner_subj = noun_phrase(b, doer.name if doer.agr != "i" else "i")
+        inner_subj = noun_phrase(b, doer.name)
         inner = b.add(verb.ed, "VERB", "verb")
         b.link(inner_subj, inner, "nsubj")
         b.link(that, inner, "obj")
