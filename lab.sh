@@ -26,30 +26,9 @@ ensure_venv() {  # $1: requirements file to install from
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
-    app)  # --classroom and --max-runs N are ours; every other argument goes to streamlit
+    app)  # bertviz_lab/cli/app.py: --classroom and --max-runs N are ours, every other argument goes to streamlit
         ensure_venv requirements.txt
-        classroom=0
-        args=()
-        while [ $# -gt 0 ]; do
-            case "$1" in
-                --classroom) classroom=1 ;;
-                --max-runs|--max-runs=*)
-                    if [ "$1" = --max-runs ]; then n=${2:-}; [ $# -gt 1 ] && shift; else n=${1#*=}; fi
-                    if ! [[ $n =~ ^[1-9][0-9]?$ ]]; then
-                        echo "--max-runs needs a whole number from 1 to 99, got '$n'" >&2; exit 2
-                    fi
-                    export BERTVIZ_MAX_RUNS=$n ;;
-                *) args+=("$1") ;;
-            esac
-            shift
-        done
-        if [ $classroom = 1 ]; then
-            export BERTVIZ_CLASSROOM=1
-            .venv/bin/python -m bertviz_lab.classroom ${args[@]+"${args[@]}"}  # where students go
-            # Listen on every interface; Streamlit's own banner and browser use localhost (the owner).
-            args=(--server.address 0.0.0.0 --browser.serverAddress localhost ${args[@]+"${args[@]}"})
-        fi
-        exec .venv/bin/python -m bertviz_lab.ui.serve ${args[@]+"${args[@]}"} ;;
+        exec .venv/bin/python -m bertviz_lab app "$@" ;;
     test)
         ensure_venv requirements-test.txt
         exec .venv/bin/python -m pytest "$@" ;;

@@ -1,4 +1,4 @@
-"""What the shipped model knows of grammar (issue 36): `syntax.report.analyse` on the story world, as README tables.
+"""What the shipped model knows of grammar (issue 36): `syntax.report.analyse` on the story world, as the tables of docs/reference.md.
 
 Loads checkpoints/bertviz-mini, reads the default story corpus (1,200 sentences, seed 0: the probe trains on 900,
 tests on 300) with the control (the same probes on random weights of the same shape) and the agreement pairs, and

@@ -1,7 +1,7 @@
 """Syntax at every checkpoint of a rerun of the shipped model's training, for its history/syntax.jsonl.
 
 The shipped model keeps no checkpoints, only its history; the Time-lapse's "Syntax as it forms" needs a model at each
-step. README's command rerun into RUN_DIR (same settings, same seed) keeps the 1-2-5 series of checkpoints; this
+step. The shipped model's command (docs/training.md) rerun into RUN_DIR (same settings, same seed) keeps the 1-2-5 series of checkpoints; this
 measures each one as the Time-lapse's button does and writes the records next to the shipped history. When the
 rerun's last weights are not the shipped weights (the code has changed since the shipped run, and the smallest
 floating-point difference grows over 5,000 steps) it stops, unless --allow-other-run: then the file's header says

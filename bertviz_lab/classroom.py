@@ -8,7 +8,7 @@ while fewer than `max_runs()` train.
 
 Also here: this machine's address on the local network, found without the internet (`lan_address`: the route
 the kernel would pick, else the first private address of an interface that is up), the join address and its QR
-code, and the banner that `python -m bertviz_lab.classroom` prints when lab.sh starts the room.
+code, and the banner that `bertviz-lab app --classroom` (and `./lab.sh app --classroom`) prints as it starts the room.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import ipaddress
 import os
 import re
 import socket
-import sys
 from pathlib import Path
 
 from bertviz_lab.errors import LabError
@@ -170,7 +169,7 @@ def port_from_args(args: list[str]) -> int:
 
 
 def banner(args: list[str]) -> str:
-    """What lab.sh prints before starting the server in classroom mode."""
+    """What `bertviz-lab app --classroom` prints before it starts the server."""
     port = port_from_args(args)
     url = join_url(port)
     where = (f"Students open {url} (or scan the QR code in the app's sidebar)." if url else
@@ -179,6 +178,3 @@ def banner(args: list[str]) -> str:
             f"  On this machine open http://localhost:{port} to keep the owner's controls.\n"
             f"  Visitors can train at most {max_runs()} runs at once.")
 
-
-if __name__ == "__main__":
-    print(banner(sys.argv[1:]))

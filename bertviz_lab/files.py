@@ -1,7 +1,9 @@
 """Reading files a user names, safely: size caps checked before reading, regular files only,
 JSON that cannot blow the stack, and the machine's free memory for allocation checks; and writing
-every CSV the lab hands out (`csv_text`) so that no cell opens in a spreadsheet as a formula. `ROOT` is the
-repository, the one place that says where it is.
+every CSV the lab hands out (`csv_text`) so that no cell opens in a spreadsheet as a formula. `ROOT`, `SHIPPED`
+and `data_root` are the one place that says where the lab's own files are: in a checkout, the repository (app.py,
+pages/, checkpoints/, runs/); installed with pip, the copy of app.py, pages/, .streamlit/ and checkpoints/ that the
+wheel carries inside the package (bertviz_lab/lab/), with runs written to the user's data folder instead.
 
 A checkpoint folder, a run folder or a corpus path can be anything a user types or a
 visitor uploads: /dev/zero, a FIFO, /proc/self/mem, a 5 GB "config.json", a JSON file of
@@ -20,10 +22,36 @@ from pathlib import Path
 
 from bertviz_lab.errors import LabError
 
-ROOT = Path(__file__).resolve().parents[1]  # the repository: runs/, checkpoints/, uploads/ live in it
+PACKAGE = Path(__file__).resolve().parent
+# Installed from a wheel, app.py, pages/, .streamlit/ and checkpoints/ are in the package's lab/ folder
+# (pyproject.toml's force-include puts them there); a checkout (or an editable install of one) has no lab/ folder,
+# and they are beside the package. (Not "an app.py beside the package": a project of the user's may have one.)
+CHECKOUT = not (PACKAGE / "lab" / "app.py").is_file()
+ROOT = PACKAGE.parent if CHECKOUT else PACKAGE / "lab"  # app.py, pages/, .streamlit/, checkpoints/
+SHIPPED = ROOT / "checkpoints"  # the models that come with the lab
+APP_NAME = "bertviz-lab"  # the user data folder's name, and the console script's
 MAX_PATH_CHARS = 4096  # longer than any real path (PATH_MAX on Linux)
 MAX_JSON_BYTES = 4 << 20  # config.json, tokenizer_config.json, model cards, run records
 MAX_TEXT_FILE_BYTES = 50 << 20  # vocab.txt and tokenizer files
+
+
+def data_root() -> Path:
+    """Where the lab writes its runs and uploads when `BERTVIZ_RUNS` does not say: the checkout itself, or,
+    installed with pip, the user's data folder (~/.local/share/bertviz-lab or $XDG_DATA_HOME/bertviz-lab on
+    Linux, ~/Library/Application Support/bertviz-lab on macOS, %LOCALAPPDATA%\\bertviz-lab on Windows)."""
+    if CHECKOUT:
+        return ROOT
+    import platformdirs
+
+    return platformdirs.user_data_path(APP_NAME, appauthor=False)
+
+
+def shipped_model(name: object) -> Path | None:
+    """The folder of a model that comes with the lab, for its bare name ("bertviz-mini"); None for anything else."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name) or ".." in name:
+        return None
+    folder = SHIPPED / name
+    return folder if (folder / "config.json").is_file() else None
 
 
 def describe_bytes(n: int) -> str:

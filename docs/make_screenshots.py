@@ -1,4 +1,4 @@
-"""Regenerate the README screenshots: start the app, open each page in headless Chromium, save docs/*.png.
+"""Regenerate the screenshots of README and docs/: start the app, open each page in headless Chromium, save docs/*.png.
 
     .venv/bin/python -m docs.make_screenshots                          (from the repository root)
     .venv/bin/python -m docs.make_screenshots attention attention_layer   (only these pictures)

@@ -34,7 +34,7 @@ if ckpt.model.has_rtd:  # an ELECTRA discriminator: what it says of every token 
     end_page()
 if not ckpt.model.has_mlm:
     st.error("This model has no masked-language-model (MLM) head: "
-             f"{ckpt.family.lacks or 'it was saved without the layer that turns hidden states into word guesses'}"
+             f"{ckpt.family.no_mlm(ckpt.model.has_rtd)}"
              ", so it cannot fill masks. Pick another model in the sidebar.")
     end_page()
 family_note(ckpt, what="")

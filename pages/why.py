@@ -26,7 +26,7 @@ replaced = model.has_rtd and not model.has_mlm  # ELECTRA's discriminator: no wo
 mask = plain(tokenizer.mask_token)
 if not (model.has_mlm or replaced):
     st.error("This model has no masked-language-model (MLM) head: "
-             f"{ckpt.family.lacks or 'it was saved without the layer that turns hidden states into word guesses'}"
+             f"{ckpt.family.no_mlm(ckpt.model.has_rtd)}"
              ", so it makes no guess to explain. Pick another model in the sidebar.")
     end_page()
 family_note(ckpt, what="This is a discriminator: it guesses no words. Here F is its replaced-token logit at the "

@@ -134,3 +134,31 @@ def shipped():
     from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
 
     return cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory):
+    """The lab's wheel, built from this checkout with the test environment's hatchling (no download)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    dist = tmp_path_factory.mktemp("dist")
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+                    "-w", str(dist), str(root)], check=True, timeout=300, capture_output=True)
+    (built,) = dist.glob("bertviz_lab-*.whl")
+    return built
+
+
+@pytest.fixture(scope="session")
+def installed(wheel, tmp_path_factory):
+    """The wheel installed with `pip install --target` (its dependencies are this environment's): a folder to put on
+    PYTHONPATH, from an empty working folder, for the lab as a user installs it."""
+    import subprocess
+    import sys
+
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target",
+                    str(target), str(wheel)], check=True, timeout=300, capture_output=True)
+    return target

@@ -18,7 +18,7 @@ from bertviz_lab.ui.share import QR_IN_POPOVER
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
-SHOTS = ROOT / "test-artifacts" / "screenshots"  # copied to docs/ by hand for the README
+SHOTS = ROOT / "test-artifacts" / "screenshots"  # copied to docs/ by hand for README and docs
 PAGES = ["", "lesson", "predict", "attention", "representations", "pretrain", "timelapse", "finetune", "losses",
          "worked"]
 SIZES = [(1024, 768, "?projector=1"), (1366, 768, "")]

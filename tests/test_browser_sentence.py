@@ -12,7 +12,7 @@ from browser.harness import CHART, CHROMIUM, EXCEPTION, ROOT, browser_page, open
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
-SHOTS = ROOT / "test-artifacts" / "screenshots"  # copied to docs/ by hand for the README
+SHOTS = ROOT / "test-artifacts" / "screenshots"  # copied to docs/ by hand for README and docs
 LAPTOP, PROJECTOR = (1366, 768), (1024, 768)
 TYPED = "the dog sat on the [MASK] ."
 SCREENS = 3  # the Attention page in projector view: at most this many screens long (it was about ten)

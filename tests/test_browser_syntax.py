@@ -2,7 +2,7 @@
 sample, the Run button runs the analysis with a live progress bar, and each of the four tabs draws its chart with
 no exception. Leaves syntax_relations.png, syntax_search.png, syntax_probe.png and syntax_agreement.png (the whole
 page, each tab open) in test-artifacts/screenshots/; with BERTVIZ_DOCS_SCREENSHOTS=1 it writes them into docs/ for
-the README too, the random-weights control run beside the probe (twice the time)."""
+docs/reference.md too, the random-weights control run beside the probe (twice the time)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def shoot_whole(page, name: str) -> None:
 
 def test_the_analysis_runs_and_every_tab_draws(server):
     with browser_page(*LAPTOP) as page:
-        # the docs' pictures show the default corpus, the one README's tables measure; the test a quick one
+        # the docs' pictures show the default corpus, the one docs/reference.md's tables measure; the test a quick one
         open_page(page, server, "syntax" if FOR_DOCS else "syntax?sentences=100")
         assert page.get_by_role("heading", name="Syntax across a corpus").count() == 1
         assert page.locator(CHART).count() == 0  # nothing runs before the button

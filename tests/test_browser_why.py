@@ -1,6 +1,6 @@
 """Why this guess? in headless Chromium: the page opens from the menu's address on the shipped model, draws the
 strips, the agreement matrix and the causal check with no exception, and a chosen attention layer redraws the
-strips. Leaves why.png (the whole page) in test-artifacts/screenshots/, copied to docs/ by hand for the README."""
+strips. Leaves why.png (the whole page) in test-artifacts/screenshots/, copied to docs/ by hand for README and docs."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -274,11 +275,9 @@ def test_max_runs(monkeypatch, value, expected):
     assert classroom.max_runs() == expected
 
 
-# --- lab.sh --------------------------------------------------------------------------------------------
+# --- bertviz-lab app (and ./lab.sh app, which calls it) ----------------------------------------------
 STUB = """#!/usr/bin/env bash
-if [ "$1 $2" = "-m bertviz_lab.classroom" ]; then shift 2; echo "banner $*"; exit 0; fi
-if [ "$1 $2" = "-m bertviz_lab.ui.serve" ]; then shift 2; echo "serve $* | ${BERTVIZ_CLASSROOM:-} ${BERTVIZ_MAX_RUNS:-}"
-fi
+if [ "$1 $2" = "-m bertviz_lab" ]; then echo "python $*"; fi
 """
 
 
@@ -295,23 +294,94 @@ def lab(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=30)
 
 
-def test_lab_sh_classroom_listens_on_the_network(tmp_path):
-    out = lab(tmp_path, "--classroom", "--max-runs", "3", "--server.port", "8600").stdout.splitlines()
-    assert out == ["banner --server.port 8600",
-                   "serve --server.address 0.0.0.0 --browser.serverAddress localhost "
-                   "--server.port 8600 | 1 3"]
+def test_lab_sh_app_is_the_app_command_with_every_argument(tmp_path):
+    done = lab(tmp_path, "--classroom", "--max-runs", "3", "--server.port", "8600")
+    assert done.stdout == "python -m bertviz_lab app --classroom --max-runs 3 --server.port 8600\n"
+    assert lab(tmp_path).stdout == "python -m bertviz_lab app\n"
 
 
-def test_lab_sh_without_classroom_passes_everything_to_streamlit(tmp_path):
-    assert lab(tmp_path, "--server.port", "8600").stdout == "serve --server.port 8600 |  \n"
-    assert lab(tmp_path).stdout == "serve  |  \n"
+def app_command(monkeypatch, capsys, *argv: str):
+    """What `bertviz-lab app ARGV` would exec (the Streamlit arguments after the start-up code), what it adds to the
+    server's environment, and what it printed; this process's environment is left as it was."""
+    from bertviz_lab import cli
+    from bertviz_lab.cli import app as cli_app
+
+    for name in (classroom.CLASSROOM_ENV, classroom.MAX_RUNS_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(classroom, "lan_address", lambda: "192.168.1.20")
+    ran = []
+    monkeypatch.setattr(cli_app, "run", lambda command, env: ran.append((command, env)) or 0)
+    before = dict(os.environ)
+    status = cli.main(["app", *argv])
+    assert dict(os.environ) == before
+    if not ran:
+        return status, None, None, capsys.readouterr()
+    (command, env), = ran
+    assert command[:2] == [sys.executable, "-c"] and "from bertviz_lab.ui.serve import main" in command[2]
+    return status, command[3:], env, capsys.readouterr()
+
+
+def test_app_classroom_listens_on_the_network_and_prints_the_address(monkeypatch, capsys):
+    _, args, env, out = app_command(monkeypatch, capsys, "--classroom", "--max-runs", "3", "--server.port", "8600")
+    assert args == ["--server.address", "0.0.0.0", "--browser.serverAddress", "localhost", "--server.port", "8600"]
+    assert env == {classroom.CLASSROOM_ENV: "1", classroom.MAX_RUNS_ENV: "3"}
+    assert "http://192.168.1.20:8600" in out.out and "at most 3 runs at once" in out.out
+
+
+def test_app_without_classroom_passes_everything_to_streamlit(monkeypatch, capsys):
+    _, args, env, out = app_command(monkeypatch, capsys, "--server.port", "8600", "--theme.base", "dark")
+    assert args == ["--server.port", "8600", "--theme.base", "dark"]
+    assert env == {} and out.out == ""
+    assert app_command(monkeypatch, capsys)[1] == []
 
 
 @pytest.mark.parametrize("bad", ["0", "x", "", "-1", "100"])
-def test_lab_sh_refuses_a_bad_max_runs(tmp_path, bad):
-    done = lab(tmp_path, "--classroom", f"--max-runs={bad}")
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip() == f"--max-runs needs a whole number from 1 to 99, got '{bad}'"
+def test_app_refuses_a_bad_max_runs(monkeypatch, capsys, bad):
+    status, args, _, out = app_command(monkeypatch, capsys, "--classroom", f"--max-runs={bad}")
+    assert status == 2 and args is None and out.out == ""
+    assert out.err.strip() == f"error: --max-runs needs a whole number from 1 to 99, got '{bad}'"
+
+
+def test_the_server_runs_this_copy_of_the_lab_whatever_the_working_folder_holds(tmp_path):
+    """`python -m` would import a bertviz_lab found in the working folder first; the start-up code does not."""
+    from bertviz_lab import files
+    from bertviz_lab.cli import app as cli_app
+
+    (tmp_path / "bertviz_lab" / "ui").mkdir(parents=True)
+    for init in ("bertviz_lab/__init__.py", "bertviz_lab/ui/__init__.py"):
+        (tmp_path / init).write_text("")
+    (tmp_path / "bertviz_lab" / "ui" / "serve.py").write_text("def main(argv):\n    print('impostor')\n")
+    command, _ = cli_app.serve_command(SimpleNamespace(max_runs=None, classroom=False), [])
+    probe = command[2].replace("from bertviz_lab.ui.serve import main; main(sys.argv[1:])",
+                               "import bertviz_lab.ui.serve as s; print(s.__file__)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == str(files.PACKAGE / "ui" / "serve.py"), done.stderr
+
+
+def test_only_the_app_command_takes_arguments_it_does_not_know(capsys):
+    from bertviz_lab import cli
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["info", "--checkpoint", "bertviz-mini", "--server.port", "8600"])
+    assert stop.value.code == 2 and "unrecognized arguments: --server.port 8600" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="exec is the POSIX path")
+def test_app_puts_the_server_in_its_place_on_posix(monkeypatch):
+    from bertviz_lab.cli import app as cli_app
+
+    execs = []
+
+    def execve(path, command, env):
+        execs.append((command, env.get("BERTVIZ_CLASSROOM")))
+        raise SystemExit(0)  # as exec would: nothing after it runs in this process
+
+    monkeypatch.delenv("BERTVIZ_CLASSROOM", raising=False)
+    monkeypatch.setattr(os, "execve", execve)
+    monkeypatch.setattr(cli_app.subprocess, "call", lambda *a, **k: pytest.fail("a child server was started"))
+    with pytest.raises(SystemExit):
+        cli_app.run(["python", "-c", "pass"], {"BERTVIZ_CLASSROOM": "1"})
+    assert execs == [(["python", "-c", "pass"], "1")] and "BERTVIZ_CLASSROOM" not in os.environ
 
 
 # --- .streamlit/config.toml -------------------------------------------------------------------------

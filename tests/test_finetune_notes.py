@@ -105,7 +105,7 @@ def test_a_runs_start_is_random_or_pretrained_with_or_without_nsp(tmp_path):
 
 
 def test_random_weights_above_chance_say_little_of_pretraining_only_when_as_good_as_it():
-    # README's acceptability runs: 93.5% pretrained, 68.5% random, chance 50% on 400 dev sentences
+    # docs/benchmarks.md's acceptability runs: 93.5% pretrained, 68.5% random, chance 50% on 400 dev sentences
     base = fd.Chance("acceptable", 0.5, 400)
     scratch, pre = outcome(vf.RANDOM, 0.685, "acceptability", base), outcome(vf.NO_NSP, 0.935, "acceptability", base)
     text = " ".join(fd.compare_notes([pre, scratch]))

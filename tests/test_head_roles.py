@@ -38,7 +38,7 @@ def hf_checkpoint(tmp_path_factory):
 
 
 def expected(hf, hf_tok, sentences, probes=None):
-    """The README's definitions, computed from transformers' output_attentions with plain loops."""
+    """The definitions in docs/reference.md, computed from transformers' output_attentions with plain loops."""
     totals = {}
     for n, text in enumerate(sentences):
         enc = hf_tok(text, return_tensors="pt")
@@ -95,7 +95,7 @@ def test_own_sentences_score_the_positional_roles_only(hf_checkpoint, capsys):
 def test_the_shipped_model_has_its_previous_and_next_token_heads(capsys):
     out = heads_json(capsys, SHIPPED)
     previous, nxt = np.array(out["scores"]["previous"]), np.array(out["scores"]["next"])
-    assert previous[0, 2] > 0.8 and nxt[1, 2] > 0.8  # the heads README names
+    assert previous[0, 2] > 0.8 and nxt[1, 2] > 0.8  # the heads docs/reference.md names
     assert np.unravel_index(previous.argmax(), previous.shape) == (0, 2)
     assert np.unravel_index(nxt.argmax(), nxt.shape) == (1, 2)
 

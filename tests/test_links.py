@@ -334,13 +334,13 @@ def test_every_page_survives_garbage_in_every_one_of_its_parameters(page):
     assert len(notes(at)) == 1
 
 
-def test_the_readme_lists_every_pages_parameters():
-    readme = (Path(APP).parent / "README.md").read_text()
+def test_the_reference_lists_every_pages_parameters():
+    reference = (Path(APP).parent / "docs" / "reference.md").read_text()
     titles = {"Lesson": "lesson", "Mask & predict": "predict", "Attention": "attention",
               "Losses step by step": "losses", "Representations": "representations", "Time-lapse": "timelapse",
               "Why this guess": "why", "Syntax across a corpus": "syntax"}
     rows = {}
-    for line in readme.splitlines():
+    for line in reference.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 2 and cells[0] in titles | {"every page": None}:
             rows[cells[0]] = [n.split("`")[0] for n in cells[1].split("`")[1::2]]

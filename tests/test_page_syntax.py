@@ -286,7 +286,8 @@ def test_a_model_without_a_masked_lm_head_says_agreement_needs_one(headless_chec
     at = open_tab(at, AGREEMENT)
     assert shown(at.info[0].value).startswith("Agreement is read from the masked-word guesses (p(right form) against "
                                               "p(wrong form) at the masked verb), and this model has no masked-language"
-                                              "-model head.")
+                                              "-model head: it was saved without the layer that turns hidden states "
+                                              "into word guesses.")
     assert not at.get("plotly_chart")
 
 

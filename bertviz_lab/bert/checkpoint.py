@@ -8,6 +8,10 @@ it is read and the model's memory before it is allocated: the config's size fiel
 bounded, the weights' bytes are estimated from the config and compared with free memory,
 and a safetensors header is checked against the file and the config before a byte of
 tensor data is read. Every problem is a `CheckpointError` with one clear line.
+
+`config_of` and `model_from_state` are the two steps a folder shares with a `transformers` model already in
+memory (bert/in_memory.py): the config through the family's translation, the weights through the same renaming
+and checks.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ EXTRA_WEIGHT_BYTES = 64 << 20  # heads we ignore and buffers a real file may car
 class Checkpoint:
     model: BertForPreTraining
     tokenizer: WordPieceTokenizer
-    path: Path
+    path: Path | None  # the folder it was read from; None for a model read from memory (bert/in_memory.py)
     card: dict = field(default_factory=dict)  # model_card.json if present
     ignored_keys: list[str] = field(default_factory=list)  # weights of heads we do not use
 
@@ -89,15 +93,35 @@ def load_checkpoint(directory, device: str | torch.device = "cpu") -> Checkpoint
     tokenizer = WordPieceTokenizer.from_dir(directory, max_tokens=config.vocab_size, specials=family.specials,
                                             prefer_json=family.prefer_json)
     card = files.read_json(directory / CARD_FILE, error=CheckpointError) if _exists(directory / CARD_FILE) else {}
-    state = _normalize_keys(_read_weights(weights), family)
+    model, ignored = model_from_state(raw, config, family, _read_weights(weights))
+    return Checkpoint(model.to(device).eval(), tokenizer, directory, card if isinstance(card, dict) else {}, ignored)
+
+
+def config_of(raw: object, what: str = "config.json") -> tuple[BertConfig, Family]:
+    """The BertConfig and the family of a config as `transformers` writes it (`what` names it in errors)."""
+    try:
+        family = family_of(raw)
+        if raw.get("is_decoder") is True or raw.get("add_cross_attention") is True:
+            raise ConfigError("this model is set up as a decoder (is_decoder or add_cross_attention): each token sees "
+                              "only the tokens before it, not BERT's attention both ways; this lab reads encoders only")
+        return family.config(raw), family
+    except ConfigError as exc:
+        raise CheckpointError(f"{what}: {exc}") from None
+
+
+def model_from_state(raw: dict, config: BertConfig, family: Family,
+                     state: dict[str, torch.Tensor]) -> tuple[BertForPreTraining, list[str]]:
+    """This lab's model of `config` holding the weights of `state`, named as `family` names them (a folder's
+    weights file, or a `transformers` model's state_dict in memory): names and shapes checked against the
+    config, values checked finite. Returns the model (on the CPU, in fp32) and the keys of heads it ignores."""
+    state = _normalize_keys(state, family)
     entries = {k: (tuple(v.shape), v.is_floating_point()) for k, v in state.items()}
     heads = _check_entries(config, entries)
     head = saved_head(raw, config.hidden_size, entries, heads) if family.name == "bert" else None
     model = (BertClassifier(config, *head) if head is not None else
              BertForPreTraining(config, mlm_head=heads["mlm"], nsp_head=heads["nsp"], pooler=heads["pooler"],
                                 rtd_head=heads["rtd"]))
-    ignored = _load_state(model, state)
-    return Checkpoint(model.to(device).eval(), tokenizer, directory, card if isinstance(card, dict) else {}, ignored)
+    return model, _load_state(model, state)
 
 
 def _exists(path: Path) -> bool:
@@ -125,11 +149,7 @@ def _read_config(directory: Path) -> tuple[dict, BertConfig, Family]:
     if not _exists(path):
         raise CheckpointError(f"{directory} has no config.json: not a Hugging Face model folder")
     raw = files.read_json(path, error=CheckpointError)
-    try:
-        family = family_of(raw)
-        return raw, family.config(raw), family
-    except ConfigError as exc:
-        raise CheckpointError(f"config.json: {exc}") from None
+    return raw, *config_of(raw)
 
 
 def _weights_file(directory: Path, config: BertConfig) -> tuple[Path, int]:

@@ -29,6 +29,9 @@ from bertviz_lab.bert.tokenizer import ROLES
 from bertviz_lab.errors import ConfigError
 
 
+NO_MLM_HEAD = "it was saved without the layer that turns hidden states into word guesses"
+
+
 @dataclass(frozen=True)
 class Family:
     name: str  # model_type in config.json
@@ -42,6 +45,12 @@ class Family:
 
     def config(self, raw: dict) -> BertConfig:
         return BertConfig(**self.translate(raw))
+
+    def no_mlm(self, has_rtd: bool) -> str:
+        """Why a model of this family has no masked-LM head, for a sentence that goes on "..., so it cannot ...":
+        an ELECTRA discriminator (`has_rtd`, its replaced-token head) was never given one (`lacks` says why); any
+        other model, a bare ELECTRA encoder included, was saved without it."""
+        return self.lacks if self.name == "electra" and has_rtd else NO_MLM_HEAD
 
     def rename(self, key: str) -> str:
         for pattern, replacement in self.renames:

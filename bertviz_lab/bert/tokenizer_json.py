@@ -4,6 +4,7 @@ The file holds the whole pipeline (normalizer, pre-tokenizer, model, post-proces
 family's `<s> A </s></s> B </s>` or `[CLS] A [SEP] B [SEP]` template), so reading it as it is
 gives the ids `transformers` gives. What the file cannot say is which token plays which part;
 tokenizer_config.json and special_tokens_map.json name them, else the family's defaults do.
+`from_json_text` reads the same JSON from a string: a fast tokenizer in memory (bert/in_memory.py) holds it.
 """
 
 from __future__ import annotations
@@ -24,24 +25,32 @@ def from_json(path: Path, settings: dict, defaults: dict[str, str], max_tokens: 
     """The tokenizer in `path`, its special tokens named by `settings` (tokenizer_config.json),
     special_tokens_map.json beside it, or `defaults`, in that order."""
     text = files.read_text(path, "tokenizer.json", MAX_VOCAB_BYTES, CheckpointError)
+    return from_json_text(text, [settings, _special_map(path.parent)], defaults, max_tokens)
+
+
+def from_json_text(text: str, sources: list[dict], defaults: dict[str, str], max_tokens: int | None,
+                   what: str = "tokenizer.json") -> WordPieceTokenizer:
+    """The tokenizer a tokenizer.json's text describes (a file's, or a fast tokenizer's in memory, `what` naming
+    it in errors). Its special tokens are named by the first of `sources` (dicts as tokenizer_config.json writes
+    them: mask_token, ...) to name one, else by `defaults`; it lowercases when the first source says
+    do_lower_case."""
     try:
         tok = Tokenizer.from_str(text)
     except Exception as exc:  # tokenizers raises a bare Exception for every malformed file
-        raise CheckpointError(f"tokenizer.json is not a tokenizer this lab can read ({str(exc)[:160]})") from None
+        raise CheckpointError(f"{what} is not a tokenizer this lab can read ({str(exc)[:160]})") from None
     tok.no_truncation()  # the lab truncates itself, and pads batches itself
     tok.no_padding()
     size = tok.get_vocab_size(with_added_tokens=True)
     if max_tokens is not None and size > max_tokens:
-        raise CheckpointError(f"tokenizer.json lists {size:,} tokens but the model has room for {max_tokens:,} "
+        raise CheckpointError(f"{what} lists {size:,} tokens but the model has room for {max_tokens:,} "
                               "(vocab_size): they belong to different models.")
     kind = KINDS.get(type(tok.model).__name__)
     if kind is None:
-        raise CheckpointError(f"tokenizer.json uses a {type(tok.model).__name__} model; this lab reads "
+        raise CheckpointError(f"{what} uses a {type(tok.model).__name__} model; this lab reads "
                               f"{', '.join(KINDS)}")
     vocab = tok.get_vocab(with_added_tokens=True)
-    sources = [settings, _special_map(path.parent)]
     specials = {role: _named(role, sources, vocab) or default for role, default in defaults.items()}
-    lowercase = settings.get("do_lower_case") is True
+    lowercase = bool(sources) and sources[0].get("do_lower_case") is True
     return WordPieceTokenizer(tok, lowercase, specials, kind)
 
 

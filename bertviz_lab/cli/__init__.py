@@ -1,4 +1,6 @@
-"""Command line: `python -m bertviz_lab COMMAND ...`.
+"""Command line: `python -m bertviz_lab COMMAND ...`, or `bertviz-lab COMMAND ...` where the lab is installed with pip.
+
+app         start the app from any folder (--classroom serves the room; other arguments go to Streamlit)
 
 predict     top-k guesses for each [MASK] of a sentence (or a pair), as a table or JSON
 similarity  one word's vectors in several sentences: their cosine matrix at every layer
@@ -35,18 +37,19 @@ import argparse
 import os
 import sys
 
-from bertviz_lab.cli import explain, explore, finetune, syntax, training
+from bertviz_lab.cli import app, explain, explore, finetune, syntax, training
 from bertviz_lab.cli.common import EXIT_USAGE
 from bertviz_lab.cli.explore import model_card
 from bertviz_lab.errors import LabError
 
-__all__ = ["EXIT_USAGE", "build_parser", "main", "model_card"]
-COMMANDS = {**explore.COMMANDS, **explain.COMMANDS, **syntax.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
+__all__ = ["EXIT_USAGE", "build_parser", "console", "main", "model_card"]
+COMMANDS = {**app.COMMANDS, **explore.COMMANDS, **explain.COMMANDS, **syntax.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bertviz_lab", description="Watch BERT work.")
+def build_parser(prog: str = "python -m bertviz_lab") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Watch BERT work.")
     sub = parser.add_subparsers(dest="command", required=True)
+    app.add_parser(sub)
     explore.add_parsers(sub)  # predict, similarity, lens, heads, info
     explain.add_parser(sub)  # attribute
     syntax.add_parser(sub)
@@ -58,9 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m bertviz_lab") -> int:
     argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
-    args = build_parser().parse_args(argv)
+    parser = build_parser(prog)
+    args, extra = parser.parse_known_args(argv)
+    if args.command != "app" and extra:  # only `app` passes arguments on (to Streamlit)
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     args.argv = argv  # what a run folder records as the command that started it
     try:
         return COMMANDS[args.command](args)
@@ -70,3 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `... | head` stopped reading: stop quietly, as other command-line tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush fails silently
         return 0
+
+
+def console() -> None:
+    """The `bertviz-lab` console script (pyproject.toml's [project.scripts])."""
+    sys.exit(main(prog="bertviz-lab"))

@@ -8,21 +8,25 @@ import os
 import sys
 
 EXIT_USAGE = 2
-CHECKPOINT_HELP = "a model folder or a Hugging Face Hub id (bert-base-uncased, org/name)"
+CHECKPOINT_HELP = "a model folder, the name of a model that comes with the lab (bertviz-mini) or a Hugging Face Hub id"
 
 
 def load(args):
     """The checkpoint of `--checkpoint`, on the device of `--device` (the CPU for commands without one).
 
-    A folder that exists wins; otherwise a Hub id opens from the Hugging Face cache, or is downloaded
-    into it first with a progress bar on stderr.
+    A folder that exists wins; then the bare name of a model that comes with the lab ("bertviz-mini", from any
+    folder); otherwise a Hub id opens from the Hugging Face cache, or is downloaded into it first with a
+    progress bar on stderr.
     """
     from bertviz_lab.bert import hub
     from bertviz_lab.bert.checkpoint import load_checkpoint
     from bertviz_lab.bert.device import resolve_device
+    from bertviz_lab.files import shipped_model
 
     folder = args.checkpoint
-    if hub.looks_like_hub_id(folder) and not os.path.lexists(folder):
+    if not os.path.lexists(folder) and (shipped := shipped_model(folder)) is not None:
+        folder = shipped
+    elif hub.looks_like_hub_id(folder) and not os.path.lexists(folder):
         with DownloadBar() as bar:
             folder = hub.fetch(folder, progress=bar)
     return load_checkpoint(folder, device=resolve_device(getattr(args, "device", "cpu")))

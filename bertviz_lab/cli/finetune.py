@@ -4,6 +4,7 @@ fine-tuned checkpoint on one sentence or pair)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from bertviz_lab.cli.common import CHECKPOINT_HELP, load, printable
@@ -63,9 +64,13 @@ def config_of(args):
     """The FinetuneConfig the flags describe (a ConfigError names the first bad one)."""
     from dataclasses import fields
 
+    from bertviz_lab.files import shipped_model
     from bertviz_lab.finetune.config import FinetuneConfig
 
-    return FinetuneConfig(**{f.name: getattr(args, f.name) for f in fields(FinetuneConfig)})
+    values = {f.name: getattr(args, f.name) for f in fields(FinetuneConfig)}
+    if values["checkpoint"] and not os.path.lexists(values["checkpoint"]):  # --from bertviz-mini, from any folder
+        values["checkpoint"] = str(shipped_model(values["checkpoint"]) or values["checkpoint"])
+    return FinetuneConfig(**values)
 
 
 def cmd_finetune(args) -> int:

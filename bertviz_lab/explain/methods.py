@@ -20,6 +20,7 @@ Captum is imported inside the functions that use it: it costs over a second to i
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -151,9 +152,19 @@ def value_norm(case: Case, out: BertOutput, A: np.ndarray) -> np.ndarray:
     return torch.linalg.vector_norm((alpha[..., None] * f).sum(0), dim=-1).cpu().numpy()  # (T,)
 
 
+def captum_attr():
+    """captum.attr, imported only when asked (it is slow to import), without the warning that its import of
+    tqdm.auto prints in a Jupyter kernel that has no ipywidgets ("IProgress not found")."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import captum.attr
+
+    return captum.attr
+
+
 def gradients(case: Case) -> tuple[np.ndarray, np.ndarray]:
     """(gradient, gradient x input): || dF/de_j || and e_j . dF/de_j, from one Captum backward."""
-    from captum.attr import LayerGradientXActivation  # noqa: PLC0415 (slow to import: only when asked)
+    LayerGradientXActivation = captum_attr().LayerGradientXActivation
 
     vectors, forward = scorer(case.model, case.score, case.segments)
     grads = LayerGradientXActivation(forward, vectors, multiply_by_inputs=False).attribute(case.ids)  # (1, T, e)
@@ -174,7 +185,7 @@ def integrated_gradients(case: Case, steps: int = IG_STEPS, progress: Progress |
                          chunk: int = 10) -> IntegratedGradients:
     """Captum's LayerIntegratedGradients on the word vectors, `steps` Gauss-Legendre points, `chunk` of them a
     forward (so `progress` can move)."""
-    from captum.attr import LayerIntegratedGradients  # noqa: PLC0415 (slow to import: only when asked)
+    LayerIntegratedGradients = captum_attr().LayerIntegratedGradients
 
     vectors, forward = scorer(case.model, case.score, case.segments)
     done = [0]

@@ -54,8 +54,10 @@ def attention_heatmap(weights: np.ndarray, x_labels: list[str], y_labels: list[s
 
 
 def attention_grid(weights: np.ndarray, x_labels: list[str], y_labels: list[str],
-                   heads_on: np.ndarray | None = None, title: str | None = None) -> go.Figure:
-    """(L, H, R, C): one small heatmap per layer (rows) and head (columns), one shared colour scale."""
+                   heads_on: np.ndarray | None = None, title: str | None = None,
+                   first_layer: int = 0) -> go.Figure:
+    """(L, H, R, C): one small heatmap per layer (rows) and head (columns), one shared colour scale. `first_layer`:
+    the model layer of row 0, when the rows are some of its layers (one layer's heads: L = 1)."""
     L, H = weights.shape[:2]
     on = np.ones((L, H), bool) if heads_on is None else heads_on
     gap_x, gap_y = 0.2 / H, 0.3 / L
@@ -66,7 +68,7 @@ def attention_grid(weights: np.ndarray, x_labels: list[str], y_labels: list[str]
             n = layer * H + head + 1
             suffix = "" if n == 1 else str(n)
             x0, y1 = head * (width + gap_x), 1 - layer * (height + gap_y)
-            name = HeadId(layer, head)
+            name = HeadId(first_layer + layer, head)
             hover = f"{name}<br>%{{y}} → %{{x}}: %{{z:{WEIGHT_HOVER}}}<extra></extra>"
             traces.append(go.Heatmap(z=weights[layer, head], x=x_labels, y=y_labels, coloraxis="coloraxis",
                                      xaxis=f"x{suffix}", yaxis=f"y{suffix}", hovertemplate=hover))

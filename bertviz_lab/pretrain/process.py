@@ -58,6 +58,16 @@ PRETRAIN = Job("pretrain", "train", TrainConfig, Trainer)
 COMMANDS = ("train", "finetune")  # the commands a run's process is started with
 
 
+def child_env(started_by: str) -> dict[str, str]:
+    """The environment of a trainer the app starts. It imports the same copy of the lab as this process: a
+    checkout's own (not on the path by itself) or the installed package (already on it); no empty entry, which
+    would put the working folder on the path."""
+    paths = [str(files.PACKAGE.parent)] if files.CHECKOUT else []
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    return {**env, STARTED_BY_ENV: started_by, **({"PYTHONPATH": os.pathsep.join(paths)} if paths else {})}
+
+
 # --- The folder lock -----------------------------------------------------------------------------
 def hold(run_dir, doing: str, wait_for_parent: bool = False) -> filelock.FileLock:
     """Take the run folder's lock at once and record who holds it; a ConfigError names the holder.

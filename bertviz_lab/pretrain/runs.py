@@ -31,16 +31,17 @@ import psutil
 
 from bertviz_lab import atomic, files
 from bertviz_lab.errors import ConfigError, InputError, LabError
-from bertviz_lab.files import ROOT
+from bertviz_lab.files import data_root
 from bertviz_lab.pretrain import checkpoints, records
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.process import OWNER, PRETRAIN, STARTED_BY_ENV, hold, start_time, verified
+from bertviz_lab.pretrain.process import OWNER, PRETRAIN, child_env, hold, start_time, verified
 from bertviz_lab.pretrain.resources import check_corpus, check_resources
 
 
 def runs_root() -> Path:
-    """Where runs live: $BERTVIZ_RUNS, or runs/ in the repository (read at each call, so tests can redirect)."""
-    return Path(os.environ.get("BERTVIZ_RUNS", ROOT / "runs"))
+    """Where runs live: $BERTVIZ_RUNS, or runs/ in the checkout, or in the user's data folder when the lab is
+    installed with pip (files.data_root; read at each call, so tests can redirect)."""
+    return Path(os.environ.get("BERTVIZ_RUNS") or data_root() / "runs").expanduser().absolute()
 
 ACTIVE = ("starting", "running")
 STATUSES = (*ACTIVE, "finished", "stopped", "diverged", "failed")
@@ -173,11 +174,10 @@ def resume(run_dir) -> RunInfo:
 
 
 def _launch(run_dir: Path, command: list[str], steps: int, started_by: str) -> RunInfo:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           STARTED_BY_ENV: started_by}
+    env = child_env(started_by)
     previous = read(run_dir) if (run_dir / "status.json").exists() else None
     with open(run_dir / "log.txt", "ab") as log:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     _children[proc.pid] = proc
     # The process replaces this as soon as it is up; until then the run reads as starting.
@@ -335,7 +335,7 @@ def delete(run_dir) -> None:
 
 
 def drop_upload(root: Path, corpus) -> None:
-    """Delete `corpus` (a text or a CSV) if it is a file of ROOT/uploads no remaining run uses (never another file)."""
+    """Delete `corpus` (a text or a CSV) if it is a file of the runs' uploads/ no remaining run uses (never another file)."""
     try:
         path = Path(corpus).resolve() if isinstance(corpus, str) else None
         if path is None or path.parent != (root / UPLOADS).resolve():

@@ -75,7 +75,10 @@ def main(argv: list[str]) -> None:
     from streamlit.web import cli
 
     threading.Thread(target=warm, name=THREAD, daemon=True).start()
-    cli.main(["run", "app.py", *argv], prog_name="streamlit")
+    from bertviz_lab.files import ROOT
+
+    # app.py by its full path, so the app starts from any folder; Streamlit reads .streamlit/config.toml beside it.
+    cli.main(["run", str(ROOT / "app.py"), *argv], prog_name="streamlit")
 
 
 if __name__ == "__main__":

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from bertviz_lab.files import SHIPPED
 from bertviz_lab.ui.checks import FORGET, nearest, one_of, some_of, span
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import forms
@@ -25,7 +25,6 @@ from bertviz_lab.views import onehot, probe
 from bertviz_lab.views import pretrain as vp
 from bertviz_lab.views import worked as w
 
-SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"  # the models that come with the lab
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,6 @@ from bertviz_lab.ui.tables import numbers, table_height
 from bertviz_lab.ui.widgets import chart, plain
 from bertviz_lab.views import syntax as vs
 
-CURVES = {"UUAS": "UUAS", "distance Spearman": "distance Spearman (DSpr)", "root accuracy": "root accuracy"}
-
 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _vectors(key: ModelKey, source: tuple, index: int, _ckpt: Checkpoint, _report: SyntaxReport) -> np.ndarray:
@@ -39,7 +37,7 @@ def probe_tab(ckpt: Checkpoint, source: Source | None, report: SyntaxReport | No
         return
     table = vs.probe_table(report)
     control = None if report.control is None else table["UUAS, random weights"].to_numpy()
-    chart(figs.probe_curves({name: table[column].to_numpy() for column, name in CURVES.items()},
+    chart(figs.probe_curves({name: table[column].to_numpy() for column, name in vs.PROBE_CURVES.items()},
                             report.probe.linear_uuas, "The structural probe, layer by layer (held-out sentences)",
                             control), "syntax_probe")
     st.markdown(plain(vs.probe_sentence(report)))
@@ -77,8 +75,9 @@ def agreement_tab(ckpt: Checkpoint, source: Source | None, report: SyntaxReport 
         return
     agreement = report.agreement
     if agreement is None:
-        lacks = ckpt.family.lacks
-        note = (vs.NO_MLM + (f" {lacks}." if lacks else "") if not getattr(ckpt.model, "has_mlm", False) else
+        model = ckpt.model
+        note = (f"{vs.NO_MLM[:-1]}: {ckpt.family.no_mlm(getattr(model, 'has_rtd', False))}."
+                if not getattr(model, "has_mlm", False) else
                 f"Agreement could not be scored here: {report.agreement_note}.")
         st.info(plain(note), icon=":material/block:")
         return

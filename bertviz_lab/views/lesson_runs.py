@@ -54,7 +54,7 @@ PROBE_TRAIN, PROBE_DEV = 400, 200  # examples read: a few seconds for each model
 PRETRAINED, RANDOM = "the pretrained model", "random weights of the same shape"
 # Full fine-tuning of the shipped bertviz-mini (every weight trained, 200 steps; dev accuracy on all 400 dev
 # examples), pretrained and from random weights of the same shape: `python -m bench.finetune_gain`, 2026-11-25
-# (README, "What pretraining buys"). Measured for that model only: no other model is given a figure. The pretrained
+# (docs/benchmarks.md, "What pretraining buys"). Measured for that model only: no other model is given a figure. The pretrained
 # run trains at lr 1e-4; the random start was given the better of 1e-4 and 5e-4, as a random init often wants more.
 SHIPPED_FULL_FINE_TUNING = {"acceptability": (0.935, 0.685), "coherence": (0.902, 0.550)}
 FULL_FINE_TUNING_LR, RANDOM_START_LRS = 1e-4, (1e-4, 5e-4)
@@ -247,7 +247,7 @@ def probe_quiz(result: ProbeResult) -> Quiz:
 
 
 def _rate(lr: float) -> str:
-    """A learning rate as README and the bench's settings write it: 1e-4."""
+    """A learning rate as the docs and the bench's settings write it: 1e-4."""
     return f"{lr:.0e}".replace("e-0", "e-")
 
 

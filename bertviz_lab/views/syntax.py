@@ -28,6 +28,8 @@ from bertviz_lab.syntax.search import NO_RELATION, HeadSearch
 MAX_OWN = 500  # lines of the learner's own sentences searched
 # fewer dependents than this and a relation's best head is not judged (syntax/relations.py says why)
 TOO_FEW = "too few to tell"
+# The probe chart's lines: a column of `probe_table` -> its name in the legend (the Syntax page's and the notebook's).
+PROBE_CURVES = {"UUAS": "UUAS", "distance Spearman": "distance Spearman (DSpr)", "root accuracy": "root accuracy"}
 # The analysis's time, scaled from one measurement: the shipped model (4 layers, hidden 256) reads 1,200 sentences
 # and trains its probes in about 38 s on one core, and the control takes as long again. The probes' work grows
 # with the sentences and with hidden states x their size: the estimate scales linearly with both.

@@ -168,7 +168,7 @@ def rows(result: Why) -> list[dict]:
 
 
 def json_report(result: Why, deletion: checks.Deletion | None = None) -> dict:
-    """The `attribute --json` document (README documents its fields)."""
+    """The `attribute --json` document (docs/reference.md documents its fields)."""
     e = result.explanation
     report = {
         "tokens": list(result.encoding.tokens), "mask_position": result.position,
