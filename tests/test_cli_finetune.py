@@ -21,6 +21,7 @@ from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.cli import build_parser, main
 from bertviz_lab.cli.finetune import config_of
+from bertviz_lab.files import SHIPPED
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import builtin_tokenizer
 from bertviz_lab.pretrain import runs
@@ -200,11 +201,21 @@ EVERYTHING = FinetuneConfig(data="my tasks/data.csv", scratch="mini", layers=3, 
                             device="cpu", threads=1)
 
 
-@pytest.mark.parametrize("cfg", [FinetuneConfig(task="coherence", checkpoint="checkpoints/bertviz-mini"),
+@pytest.mark.parametrize("cfg", [FinetuneConfig(task="coherence", checkpoint=str(SHIPPED / "bertviz-mini")),
                                  FinetuneConfig(task="entities", scratch="tiny", lr=0.002), EVERYTHING])
 def test_the_flags_round_trip_the_config_the_app_launches(cfg):
     args = build_parser().parse_args(["finetune", "--run-dir", "runs/x", *cfg.cli_args()])
     assert config_of(args) == cfg and not args.resume and args.run_dir == "runs/x"
+
+
+def test_a_relative_path_is_recorded_whole_so_the_run_resumes_from_any_folder(tmp_path, monkeypatch):
+    (tmp_path / "my.csv").write_text("text,label\n")
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["finetune", "--run-dir", "r", "--data", "my.csv", "--from", "bertviz-mini"])
+    cfg = config_of(args)
+    assert cfg.data == str(tmp_path / "my.csv") and cfg.checkpoint == str(SHIPPED / "bertviz-mini")  # a shipped model by name
+    args = build_parser().parse_args(["finetune", "--run-dir", "r", "--task", "coherence", "--from", "bert-base-x"])
+    assert config_of(args).checkpoint == "bert-base-x"  # names nothing here: a Hub id, as typed
 
 
 def test_every_setting_has_a_flag():

@@ -250,11 +250,19 @@ def test_syntax_draws_the_pages_charts_from_one_analysis(lab, monkeypatch):
     (lambda lab: nb.why(lab, TEXT, mask=-1), "mask -1 does not exist: the text has masks 0 to 0"),
     (lambda lab: nb.why(lab, TEXT, layer=9), "layer must be a whole number from -4 to 3, got 9"),
     (lambda lab: nb.softmax_steps(lab, TEXT, kind="pie"), "kind must be one of 'bars', 'table'"),
+    (lambda lab: nb.why(lab, TEXT, layer=True), "layer True does not exist"),
+    (lambda lab: nb.predict(lab, "the cat sat .", words=[True]), "got True"),
+    (lambda lab: nb.syntax(lab, control="no"), "control must be True or False, got 'no'"),
 ])
 def test_a_mistake_is_one_sentence(lab, call, said):
     with pytest.raises(LabError) as raised:
         call(lab)
     assert said in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_numpy_integer_names_a_word_as_an_int_does(lab):
+    assert_same(nb.predict(lab, "the cat sat on the mat .", words=np.int64(2)),
+                nb.predict(lab, "the cat sat on the mat .", words=[2]))
 
 
 def test_folders_and_hub_ids_that_are_not_there_are_checkpoint_errors(tmp_path):
@@ -387,7 +395,8 @@ def test_a_model_without_its_mlm_head_shows_attention_only(family):
     np.testing.assert_allclose(numbers(nb.attention(lab, "the cat sat on the mat .", 1, 3).data[0]),
                                out.attentions[1][0, 3].numpy(), **TOL)
     for call in (nb.predict, nb.logit_lens, nb.why):
-        with pytest.raises(InputError, match=r"has no masked-language-model \(MLM\) head: it was saved without"):
+        with pytest.raises(InputError, match=rf"has no masked-language-model \(MLM\) head: a {type(bare).__name__} "
+                                             "has no such layer: load the model with AutoModelForMaskedLM"):
             call(lab, "the cat sat on the [MASK] .")
 
 
@@ -406,10 +415,11 @@ def test_a_decoder_is_refused_not_read_as_an_encoder(family, tmp_path):
 def test_a_bare_electra_encoder_is_not_said_to_be_a_discriminator(tmp_path):
     hf, tok = build("electra-discriminator", tmp_path / "electra")
     lab = nb.load(hf.electra, tok)  # the ElectraModel inside: neither head
-    with pytest.raises(InputError, match=r"MLM\) head: it was saved without the layer") as raised:
+    with pytest.raises(InputError, match=r"MLM\) head: an ElectraModel has no such layer") as raised:
         nb.predict(lab, "the cat sat on the [MASK] .")
     assert "replaced" not in str(raised.value)
-    assert "replaced" in nb.load(hf, tok).family.no_mlm(True)
+    assert "replaced" in nb.load(hf, tok).no_mlm()  # the discriminator: never given one
+    assert "saved without" in lab.family.no_mlm(False)  # a folder saved without it
 
 
 def test_what_the_lab_cannot_read_is_said(family):

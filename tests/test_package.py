@@ -180,3 +180,16 @@ def test_the_trainer_imports_the_same_copy_of_the_lab(monkeypatch):
     assert child_env("me")["PYTHONPATH"] == "/opt/x"
     monkeypatch.delenv("PYTHONPATH")
     assert "PYTHONPATH" not in child_env("me")
+
+
+def test_the_trainer_command_ignores_a_bertviz_lab_in_the_working_folder(tmp_path):
+    """The app starts `train`/`finetune` with LAB_COMMAND from whatever folder it runs in; `-m` alone would import
+    a bertviz_lab folder found there first."""
+    from bertviz_lab.pretrain.process import LAB_COMMAND, child_env
+
+    (tmp_path / "bertviz_lab").mkdir()
+    (tmp_path / "bertviz_lab" / "__init__.py").write_text("")
+    (tmp_path / "bertviz_lab" / "__main__.py").write_text("print('impostor')\n")
+    done = subprocess.run([*LAB_COMMAND, "--help"], cwd=tmp_path, env=child_env("me"), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "impostor" not in done.stdout and "Watch BERT work." in done.stdout

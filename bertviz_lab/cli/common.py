@@ -32,6 +32,14 @@ def load(args):
     return load_checkpoint(folder, device=resolve_device(getattr(args, "device", "cpu")))
 
 
+def absolute(path: str) -> str:
+    """A relative path the user typed, made absolute where it names something (a run records it in run.json, and
+    is resumed by the app or `runs resume` from any folder); anything else (a Hub id, a name) as it is."""
+    if isinstance(path, str) and path and not os.path.isabs(path) and os.path.lexists(path):
+        return os.path.abspath(path)
+    return path
+
+
 class DownloadBar:
     """`hub.fetch`'s progress as a tqdm bar on stderr, drawn only once bytes arrive (a cached model draws none)."""
 

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from bertviz_lab.cli.common import CHECKPOINT_HELP, load, printable
+from bertviz_lab.cli.common import CHECKPOINT_HELP, absolute, load, printable
 from bertviz_lab.errors import ConfigError, InputError
 
 FLAGS = {"checkpoint": "--from", "scratch": "--from-scratch"}  # FinetuneConfig field -> flag, where not --name
@@ -70,6 +70,7 @@ def config_of(args):
     values = {f.name: getattr(args, f.name) for f in fields(FinetuneConfig)}
     if values["checkpoint"] and not os.path.lexists(values["checkpoint"]):  # --from bertviz-mini, from any folder
         values["checkpoint"] = str(shipped_model(values["checkpoint"]) or values["checkpoint"])
+    values["checkpoint"], values["data"] = absolute(values["checkpoint"]), absolute(values["data"])
     return FinetuneConfig(**values)
 
 

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from bertviz_lab.cli.common import EXIT_USAGE, one_line
+from bertviz_lab.cli.common import EXIT_USAGE, absolute, one_line
 
 
 def add_publish_parser(sub) -> None:
@@ -65,7 +65,10 @@ def cmd_train(args) -> int:
     cfg = None
     if not args.resume:
         process.refuse_used(args.run_dir)
-        cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
+        values = {f.name: getattr(args, f.name) for f in fields(TrainConfig)}
+        if values["corpus"] != "builtin":
+            values["corpus"] = absolute(values["corpus"])
+        cfg = TrainConfig(**values)
         resources.check_corpus(cfg)
         resources.check_resources(cfg)
     process.tune_allocator()

@@ -107,7 +107,7 @@ def _explained(lab: Lab, text, text_b, mask, target, contrast, position, ig_step
     L, H = lab.config.num_hidden_layers, lab.config.num_attention_heads
     number = whole(layer, -L, L - 1, "layer") if not isinstance(layer, bool) and isinstance(layer, numbers.Integral) \
         else layer
-    layer = index(number % L if isinstance(number, int) else number, L, "layer")
+    layer = index(number % L if isinstance(number, int) and not isinstance(number, bool) else number, L, "layer")
     head = None if head is None else index(head, H, "head")
     key = ("why", tuple(encoding.ids), tuple(encoding.segment_ids), mask, target, contrast, position, ig_steps)
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import syntax as figs
-from bertviz_lab.notebook.lab import Bar, Lab, choice, lab_of, whole
+from bertviz_lab.notebook.lab import Bar, Lab, choice, flag, lab_of, whole
 from bertviz_lab.syntax.relations import DIRECTIONS
 from bertviz_lab.syntax.report import (MAX_SENTENCES, MIN_SENTENCES, STORY_SENTENCES, Corpus, SyntaxReport, analyse,
                                        story_corpus)
@@ -45,7 +45,7 @@ def syntax(lab, *, kind: str = "relations", sentences: int = STORY_SENTENCES, se
     """
     lab = lab_of(lab)
     kind = choice(kind, KINDS, "kind")
-    report = _report(lab, sentences, seed, treebank, bool(control))
+    report = _report(lab, sentences, seed, treebank, flag(control, "control"))
     if kind == "probe":
         table = vs.probe_table(report)
         curves = {name: table[column].to_numpy() for column, name in vs.PROBE_CURVES.items()}
@@ -54,7 +54,7 @@ def syntax(lab, *, kind: str = "relations", sentences: int = STORY_SENTENCES, se
                                  table["UUAS, random weights"].to_numpy())
     if kind == "agreement":
         if report.agreement is None:
-            raise InputError(f"{vs.NO_MLM[:-1]}: {lab.family.no_mlm(lab.model.has_rtd)}." if not lab.model.has_mlm else
+            raise InputError(f"{vs.NO_MLM[:-1]}: {lab.no_mlm()}." if not lab.model.has_mlm else
                              f"agreement could not be scored here: {report.agreement_note}")
         return figs.agreement_bars(*vs.accuracies(report.agreement), "Right form scored higher, by number of "
                                                                      "attractors")

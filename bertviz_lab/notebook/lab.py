@@ -77,6 +77,15 @@ class Lab:
                 f"{c.hidden_size}, vocabulary of {self.tokenizer.vocab_size:,} ({self.tokenizer.kind}), {heads}, "
                 f"{model.num_parameters():,} parameters on {self.device}; from {self.source}>")
 
+    def no_mlm(self) -> str:
+        """Why this model has no masked-LM head, to go on "..., so it cannot ...". A transformers object in memory
+        is the class that was loaded (a BertModel has none, whatever its checkpoint holds); a folder was saved
+        without one; an ELECTRA discriminator was never given one."""
+        if self.checkpoint.path is None and not self.model.has_rtd:
+            return (f"{self.source.removesuffix(' in memory')} has no such layer: load the model with AutoModelForMaskedLM (from_pretrained of the "
+                    "same name) to get it")
+        return self.family.no_mlm(self.model.has_rtd)
+
     def kept(self, key: Hashable) -> bool:
         """Whether a result is kept under `key`."""
         return key in self._memo
@@ -117,7 +126,12 @@ def load(source, tokenizer=None, *, device: str | torch.device | None = None) ->
                              "transformers model object, as load(model, tokenizer)")
         return _by_name(source, resolve_device("auto" if device is None else str(device)))
     where = None if device is None else resolve_device(str(device))
-    return Lab(read_model(source, tokenizer, where), f"a {type(source).__name__} in memory")
+    return Lab(read_model(source, tokenizer, where), f"{_a(type(source).__name__)} in memory")
+
+
+def _a(name: str) -> str:
+    """'a BertModel', 'an ElectraModel'."""
+    return f"{'an' if name[:1] in 'AEIOU' else 'a'} {name}"
 
 
 def lab_of(lab) -> Lab:
@@ -171,13 +185,12 @@ def encode(lab: Lab, text: str, text_b: str | None = None) -> Encoding:
 def needs_mlm(lab: Lab, then: str) -> None:
     """An InputError unless the model has its masked-LM head (`then`: what it cannot do without one)."""
     if not lab.model.has_mlm:
-        why = lab.family.no_mlm(lab.model.has_rtd)
-        raise InputError(f"this model has no masked-language-model (MLM) head: {why}, so it {then}")
+        raise InputError(f"this model has no masked-language-model (MLM) head: {lab.no_mlm()}, so it {then}")
 
 
 def index(value, count: int, what: str, first: str = "", owner: str = "this model") -> int:
     """`value` as an int in 0..count-1, or an InputError naming the ones `owner` has (`first`: what 0 is)."""
-    number = _int(value)
+    number = as_int(value)
     if number is None or not 0 <= number < count:
         zero = f"0{f' ({first})' if first else ''}"
         raise InputError(f"{what} {value!r} does not exist: {owner} has {what}s {zero} to {count - 1}")
@@ -186,7 +199,7 @@ def index(value, count: int, what: str, first: str = "", owner: str = "this mode
 
 def whole(value, low: int, high: int, what: str) -> int:
     """`value` as an int in low..high, or an InputError saying so."""
-    number = _int(value)
+    number = as_int(value)
     if number is None or not low <= number <= high:
         raise InputError(f"{what} must be a whole number from {low:,} to {high:,}, got {value!r}")
     return number
@@ -199,7 +212,7 @@ def positive(value, what: str) -> float:
     return float(value)
 
 
-def _int(value) -> int | None:
+def as_int(value) -> int | None:
     if isinstance(value, bool):
         return None
     try:

@@ -3,6 +3,7 @@ the logit lens (Representations). Each call returns the figure the page draws, f
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 
 import plotly.graph_objects as go
@@ -10,8 +11,8 @@ import plotly.graph_objects as go
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import representations as figs
 from bertviz_lab.figures.predictions import prediction_bars, replaced_bars
-from bertviz_lab.notebook.lab import (choice, encode, flag, index, lab_of, needs_mlm, positive, sentence_list,
-                                     whole)
+from bertviz_lab.notebook.lab import (as_int, choice, encode, flag, index, lab_of, needs_mlm, positive,
+                                     sentence_list, whole)
 from bertviz_lab.views import inputs
 from bertviz_lab.views import predict as vp
 from bertviz_lab.views import representations as rv
@@ -54,15 +55,19 @@ def predict(lab, text: str, text_b: str | None = None, *, top_k: int = 5, mask: 
 
 def _hidden_words(encoding, text: str, text_b: str | None, mask_token: str, words) -> list[int]:
     """The word numbers of `words` (labels as the page's pills show them, or word numbers)."""
-    if not isinstance(words, (str, int, Iterable)) or isinstance(words, bool):
+    if isinstance(words, (str, numbers.Integral)):
+        words = [words]
+    if not isinstance(words, Iterable):
         raise InputError(f"words must be words of the text or their numbers, e.g. words=[\"cat\"], got {words!r}")
-    words = [words] if isinstance(words, (str, int)) else list(words)
     found = {w.label: w.index for w in inputs.words(encoding, text, text_b, mask_token) if not w.is_mask}
     chosen = []
     for word in words:
         if isinstance(word, str) and word not in found:
             raise InputError(f"the text has no word {word!r} to hide; its words are {', '.join(map(repr, found))}")
-        chosen.append(found[word] if isinstance(word, str) else word)
+        number = found[word] if isinstance(word, str) else as_int(word)  # not a bool: True is no word number
+        if number is None:
+            raise InputError(f"words must be words of the text or their numbers, e.g. words=[\"cat\"], got {word!r}")
+        chosen.append(number)
     return chosen
 
 

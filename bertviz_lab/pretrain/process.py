@@ -58,6 +58,11 @@ PRETRAIN = Job("pretrain", "train", TrainConfig, Trainer)
 COMMANDS = ("train", "finetune")  # the commands a run's process is started with
 
 
+# How the app runs `bertviz_lab train|finetune`: -P keeps the working folder off the import path (`-m` would put it
+# first, and a bertviz_lab folder there would run instead of this copy); child_env puts a checkout's own on it.
+LAB_COMMAND = (sys.executable, "-P", "-m", "bertviz_lab")
+
+
 def child_env(started_by: str) -> dict[str, str]:
     """The environment of a trainer the app starts. It imports the same copy of the lab as this process: a
     checkout's own (not on the path by itself) or the installed package (already on it); no empty entry, which

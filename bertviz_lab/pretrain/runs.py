@@ -20,7 +20,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.files import data_root
 from bertviz_lab.pretrain import checkpoints, records
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.process import OWNER, PRETRAIN, child_env, hold, start_time, verified
+from bertviz_lab.pretrain.process import LAB_COMMAND, OWNER, PRETRAIN, child_env, hold, start_time, verified
 from bertviz_lab.pretrain.resources import check_corpus, check_resources
 
 
@@ -136,7 +135,7 @@ def launch_new(kind: str, config: dict, command: list[str], steps: int, name: st
             run_dir.mkdir()
         except FileExistsError:
             raise ConfigError(f"a run named {run_dir.name!r} already exists; pick another name") from None
-        full = [sys.executable, "-m", "bertviz_lab", command[0], "--run-dir", str(run_dir), *command[1:]]
+        full = [*LAB_COMMAND, command[0], "--run-dir", str(run_dir), *command[1:]]
         try:
             lock = hold(run_dir, f"launching it for {started_by}")
             try:  # run.json now, not when the trainer is up: readers see the settings (and the text) in use
@@ -167,7 +166,7 @@ def resume(run_dir) -> RunInfo:
         if info.checkpoint is None:
             raise ConfigError(f"run {info.name!r} has no checkpoint to resume from")
         verb = "finetune" if info.kind == "finetune" else "train"
-        command = [sys.executable, "-m", "bertviz_lab", verb, "--run-dir", str(run_dir), "--resume"]
+        command = [*LAB_COMMAND, verb, "--run-dir", str(run_dir), "--resume"]
         return _launch(run_dir, command, info.total_steps, info.started_by)
     finally:
         lock.release()
