@@ -168,13 +168,14 @@ def port_from_args(args: list[str]) -> int:
     return port
 
 
-def banner(args: list[str]) -> str:
-    """What `bertviz-lab app --classroom` prints before it starts the server."""
+def banner(args: list[str], runs: int | None = None) -> str:
+    """What `bertviz-lab app --classroom` prints before it starts the server (`runs`: visitors' cap on training runs
+    at once, by default the one the environment sets)."""
     port = port_from_args(args)
     url = join_url(port)
     where = (f"Students open {url} (or scan the QR code in the app's sidebar)." if url else
              "No network address found: connect this machine to the room's network, then restart.")
     return (f"Classroom mode: serving the local network on port {port}.\n  {where}\n"
             f"  On this machine open http://localhost:{port} to keep the owner's controls.\n"
-            f"  Visitors can train at most {max_runs()} runs at once.")
+            f"  Visitors can train at most {max_runs() if runs is None else runs} runs at once.")
 

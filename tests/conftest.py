@@ -162,3 +162,12 @@ def installed(wheel, tmp_path_factory):
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target",
                     str(target), str(wheel)], check=True, timeout=300, capture_output=True)
     return target
+
+
+def installed_env(installed, folder, **extra: str) -> dict[str, str]:
+    """This process's environment for a child that sees only the installed copy of the lab (no BERTVIZ_ settings,
+    no other PYTHONPATH), its user data folder under `folder`; `extra` added."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTVIZ_") and k != "PYTHONPATH"}
+    return {**env, "PYTHONPATH": str(installed), "XDG_DATA_HOME": str(folder / "data"), **extra}

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import installed_env
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -41,10 +41,9 @@ nbformat.write(book, sys.argv[2])
 @pytest.fixture(scope="module")
 def executed(installed, tmp_path_factory):
     where = tmp_path_factory.mktemp("student")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BERTVIZ_", "JUPYTER", "IPYTHON"))}
-    env.update(PYTHONPATH=str(installed), JUPYTER_DATA_DIR=str(where / "jupyter-data"),
-               JUPYTER_CONFIG_DIR=str(where / "jupyter-config"), IPYTHONDIR=str(where / "ipython"),
-               XDG_DATA_HOME=str(where / "data"))
+    env = {k: v for k, v in installed_env(installed, where).items() if not k.startswith(("JUPYTER", "IPYTHON"))}
+    env.update(JUPYTER_DATA_DIR=str(where / "jupyter-data"), JUPYTER_CONFIG_DIR=str(where / "jupyter-config"),
+               IPYTHONDIR=str(where / "ipython"))
     done = subprocess.run([sys.executable, "-c", RUN, str(NOTEBOOK), str(where / "executed.ipynb")], cwd=where,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]  # a cell that raised: its source and traceback

@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import installed_env
 
 from bertviz_lab import files
 
@@ -34,8 +35,7 @@ def tracked(*paths: str) -> list[str]:
 
 def run_installed(installed: Path, tmp_path: Path, *command: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """`command` from an empty folder, with only the installed copy of the package importable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTVIZ_") and k != "PYTHONPATH"}
-    env.update(PYTHONPATH=str(installed), XDG_DATA_HOME=str(tmp_path / "data"), HOME=str(tmp_path / "home"))
+    env = installed_env(installed, tmp_path, HOME=str(tmp_path / "home"))
     where = tmp_path / "elsewhere"
     where.mkdir(exist_ok=True)
     return subprocess.run(list(command), cwd=where, env=env, capture_output=True, text=True, timeout=timeout)
@@ -141,8 +141,7 @@ def free_port() -> int:
 
 def test_the_installed_app_command_serves_from_any_folder(installed, tmp_path):
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTVIZ_") and k != "PYTHONPATH"}
-    env.update(PYTHONPATH=str(installed), XDG_DATA_HOME=str(tmp_path / "data"))
+    env = installed_env(installed, tmp_path)
     server = subprocess.Popen([sys.executable, str(installed / "bin" / "bertviz-lab"), "app", "--server.port",
                                str(port), "--server.headless", "true"], cwd=tmp_path, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -11,12 +11,10 @@ and a service manager's signals reach Streamlit directly; the cli layer never im
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 
 from bertviz_lab import classroom
 from bertviz_lab.errors import LabError
@@ -55,27 +53,13 @@ def serve_command(args, streamlit_args: list[str]) -> tuple[list[str], dict[str,
         env[classroom.MAX_RUNS_ENV] = max_runs(args.max_runs)
     if args.classroom:
         env[classroom.CLASSROOM_ENV] = "1"
-        with _environment(env):  # the banner says how many runs visitors may start
-            print(classroom.banner(streamlit_args), flush=True)
+        runs = int(env[classroom.MAX_RUNS_ENV]) if classroom.MAX_RUNS_ENV in env else None
+        print(classroom.banner(streamlit_args, runs), flush=True)
         streamlit_args = [*NETWORK, *streamlit_args]
     # `python -m` would put the working folder first on the path, so a checkout there would be served instead of
     # this copy of the lab: the folder that holds this bertviz_lab goes first instead.
     start = f"import sys; sys.path[0] = {str(PACKAGE.parent)!r}; from bertviz_lab.ui.serve import main; main(sys.argv[1:])"
     return [sys.executable, "-c", start, *streamlit_args], env
-
-
-@contextlib.contextmanager
-def _environment(env: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def cmd_app(args) -> int:
