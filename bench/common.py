@@ -40,9 +40,9 @@ def hf_adamw(model, weight_decay: float, lr: float) -> torch.optim.AdamW:
 def hf_train_step(model, optimizer, batch, grad_clip: float = 1.0, amp_dtype: torch.dtype | None = None) -> None:
     """One MLM + NSP training step of a transformers BertForPreTraining on one of our batches
     (an explicit all-ones attention mask where ours needs none, as transformers users pass one),
-    under the autocast our Trainer uses (its `amp_dtype`: None for fp32)."""
+    under the autocast our Trainer uses (its `amp_dtype`: None for fp32), on the batch's device."""
     attention = batch.attention_mask if batch.attention_mask is not None else torch.ones_like(batch.input_ids)
-    with torch.autocast("cpu", dtype=amp_dtype, enabled=amp_dtype is not None):
+    with torch.autocast(batch.input_ids.device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
         out = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids, attention_mask=attention,
                     labels=batch.labels, next_sentence_label=batch.nsp_labels)
     out.loss.backward()

@@ -26,5 +26,13 @@ class DeviceError(LabError):
     """A device that was asked for but is not available."""
 
 
+class GpuMemoryError(DeviceError):
+    """A model that does not fit in the GPU's free memory; could_fit: it would, were the GPU's memory all free."""
+
+    def __init__(self, message: str, could_fit: bool = True):
+        super().__init__(message)
+        self.could_fit = could_fit
+
+
 class ExportError(LabError):
     """A chart that cannot be exported as asked (no browser to draw images with, a render that failed)."""

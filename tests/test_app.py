@@ -2,14 +2,16 @@
 
 from pathlib import Path
 
-import torch
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
+
+from bertviz_lab.ui import models
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 def app() -> AppTest:
-    return AppTest.from_file(APP, default_timeout=60).run()
+    return app_test(APP).run()
 
 
 def test_home_renders_the_default_model_card():
@@ -48,9 +50,9 @@ def test_loading_a_valid_folder_switches_the_model(tiny_checkpoint):
     assert at.metric[0].value == "2"
 
 
-def test_cuda_without_a_gpu_falls_back_with_a_note():
+def test_cuda_without_a_gpu_falls_back_with_a_note(monkeypatch):
+    monkeypatch.setattr(models, "cuda_available", lambda: False)  # a machine without a GPU, wherever this runs
     at = app()
     at.radio(key="model.device").set_value("cuda").run()
     assert not at.exception
-    if not torch.cuda.is_available():
-        assert any("running on the CPU" in w.value for w in at.sidebar.warning)
+    assert any("running on the CPU" in w.value for w in at.sidebar.warning)

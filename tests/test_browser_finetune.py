@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.browser,
                                  reason="app.py does not route pages/finetune.py yet")]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 TINY = dict(task="coherence", scratch="tiny", layers=2, heads=2, hidden=32, seq_len=48, steps=30, batch_size=16,
-            eval_every=5, threads=1)
+            eval_every=5, threads=1, device="cpu")
 PANEL = '[role="tabpanel"]:visible'
 
 

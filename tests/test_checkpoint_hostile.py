@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from streamlit.testing.v1 import AppTest
+from conftest import app_test
 
 from bertviz_lab import files
 from bertviz_lab.bert import checkpoint
@@ -313,7 +313,7 @@ def test_a_card_that_is_not_an_object_loads_as_no_card(tiny_checkpoint):
 def test_home_shows_a_hostile_card_and_folder_name_as_plain_text(tiny_checkpoint):
     folder = tiny_checkpoint.rename(tiny_checkpoint.parent / "**model** :smile:")
     (folder / "model_card.json").write_text(json.dumps({**HOSTILE_CARD, "held_out": "all good"}))
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = app_test(APP).run()
     at.text_input(key="model.custom").set_value(str(folder)).run()
     at.button(key="model.load").click().run()
     assert not at.exception and not at.sidebar.error

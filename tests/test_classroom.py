@@ -19,6 +19,7 @@ import pytest
 import segno
 import streamlit
 from hypothesis import HealthCheck, example, given, settings, strategies
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
@@ -62,7 +63,7 @@ def boxes(at: AppTest) -> list[str]:
 
 
 def app() -> AppTest:
-    return AppTest.from_file(APP, default_timeout=60).run()
+    return app_test(APP).run()
 
 
 # --- A visitor's folder box ------------------------------------------------------------------------

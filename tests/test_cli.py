@@ -1,13 +1,13 @@
 """The command line: answers on good input; one line on stderr and exit 2 on every bad one."""
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import no_gpu_env
 
 from bertviz_lab.cli import main
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = no_gpu_env(PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "bertviz_lab", *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=120)
 
@@ -28,7 +28,7 @@ def test_predict_lists_top_k_per_mask(tiny_checkpoint):
 
 
 def test_predict_json_has_one_entry_per_mask(tiny_checkpoint, capsys):
-    assert main(["predict", "--checkpoint", str(tiny_checkpoint), "--json", "--top-k", "4",
+    assert main(["predict", "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--json", "--top-k", "4",
                  "[MASK] cat sat on the [MASK] .", "it was tired"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert [m["position"] for m in result["masks"]] == [1, 6]
@@ -70,13 +70,13 @@ BAD = {
 
 
 def run_broken(checkpoint, tmp_path, capsys, breaker, command: str, args: list[str]):
-    """Break the checkpoint as `breaker` says ("rm": no folder at all), run `command` on it in process and
-    check it exits 2 with one `error:` line; what it printed."""
+    """Break the checkpoint as `breaker` says ("rm": no folder at all), run `command` on it in process (on the
+    CPU) and check it exits 2 with one `error:` line; what it printed."""
     folder = tmp_path / "nowhere" if breaker == "rm" else checkpoint
     if callable(breaker):
         breaker(checkpoint)
     capsys.readouterr()  # what the breaker printed (transformers' progress bars)
-    assert main([command, "--checkpoint", str(folder), *args]) == 2
+    assert main([command, "--checkpoint", str(folder), "--device", "cpu", *args]) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
     return captured
@@ -134,7 +134,7 @@ def test_runs_command_answers_in_one_line_for_every_name(tmp_path, monkeypatch, 
 
 def test_a_reader_that_stops_early_gets_no_traceback(tiny_checkpoint):
     """`lens ... | head -1`: the pipe closes after one line of ~100 KB of output; the command stops quietly."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = no_gpu_env(PYTHONPATH=str(ROOT))
     text = " ".join(["the [MASK]"] * 30)  # 30 masks x 3 layers x 100 candidates: more than a pipe holds
     script = f"{sys.executable} -m bertviz_lab lens --top-k 100 --checkpoint {tiny_checkpoint} '{text}' | head -1"
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import no_gpu_env
 from family_models import build
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
@@ -31,7 +32,7 @@ def shipped():
 
 
 def attribute(capsys, *args) -> str:
-    assert main(["attribute", "--checkpoint", str(SHIPPED), *map(str, args)]) == 0
+    assert main(["attribute", "--checkpoint", str(SHIPPED), "--device", "cpu", *map(str, args)]) == 0
     return capsys.readouterr().out
 
 
@@ -165,14 +166,14 @@ BAD = {
 @pytest.mark.parametrize("case", list(BAD))
 def test_each_mistake_is_one_line_and_exit_2(capsys, case):
     args, message = BAD[case]
-    assert main(["attribute", "--checkpoint", str(SHIPPED), *args]) == 2
+    assert main(["attribute", "--checkpoint", str(SHIPPED), "--device", "cpu", *args]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("error: ") and captured.err.count("\n") == 1
     assert re.search(message, captured.err)
 
 
 def test_mistakes_from_a_real_process_have_no_traceback(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = no_gpu_env(PYTHONPATH=str(ROOT))
     for args, message in ((["--checkpoint", tmp_path / "nowhere", TEXT], "no model folder"),
                           (["--checkpoint", SHIPPED, "--target", "xyzzyq", TEXT], "not a single token")):
         done = subprocess.run([sys.executable, "-m", "bertviz_lab", "attribute", *map(str, args)],
@@ -191,8 +192,8 @@ def family(tmp_path_factory):
 
 def test_roberta_explains_its_mask_and_a_contrast(family, capsys):
     folder = family / "roberta"
-    assert main(["attribute", "--checkpoint", str(folder), "--json", "--target", "the", "--contrast", "on",
-                 "the cat sat on the <mask> ."]) == 0
+    assert main(["attribute", "--checkpoint", str(folder), "--device", "cpu", "--json", "--target", "the",
+                 "--contrast", "on", "the cat sat on the <mask> ."]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["tokens"][got["mask_position"]] == "<mask>" and (got["target"], got["contrast"]) == ("Ġthe", "Ġon")
     logits = logits_at(load_checkpoint(folder), "the cat sat on the <mask> .")
@@ -202,14 +203,16 @@ def test_roberta_explains_its_mask_and_a_contrast(family, capsys):
 
 def test_an_electra_discriminator_explains_its_replaced_token_logit_at_a_position(family, capsys):
     folder = str(family / "electra")
-    assert main(["attribute", "--checkpoint", folder, "--json", "--position", "3", "the cat sat on the mat ."]) == 0
+    assert main(["attribute", "--checkpoint", folder, "--device", "cpu", "--json", "--position", "3",
+                 "the cat sat on the mat ."]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["mask_position"] == 3 and got["target"] is None and got["contrast"] is None
     assert 0 < got["probability"] < 1 and got["methods"]["occlusion"][3] == 0
-    assert main(["attribute", "--checkpoint", folder, "--position", "3", "the cat sat on the mat ."]) == 0
+    assert main(["attribute", "--checkpoint", folder, "--device", "cpu", "--position", "3",
+                 "the cat sat on the mat ."]) == 0
     assert "F = the replaced-token logit at token 3 (sat)" in capsys.readouterr().out
     for args, message in ((["--target", "mat"], "--target is for models that guess words"),
                           (["--position", "0"], "token 0 is not a word")):
-        assert main(["attribute", "--checkpoint", folder, *args, "the cat sat on the mat ."]) == 2
+        assert main(["attribute", "--checkpoint", folder, "--device", "cpu", *args, "the cat sat on the mat ."]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1 and message in err

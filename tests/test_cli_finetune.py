@@ -3,7 +3,6 @@ flags that round-trip FinetuneConfig.cli_args (what the app launches), one line 
 bad input, resume of a finished run, and `runs list` telling the two kinds of run apart."""
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
+from conftest import no_gpu_env
 
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
 from bertviz_lab.bert.classifier import SEQUENCE, TOKEN, BertClassifier
@@ -32,7 +32,7 @@ SHORT = ["--steps", "4", "--eval-every", "2", "--checkpoint-every", "2", "--batc
 
 
 def run_cli(*args):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = no_gpu_env(PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "bertviz_lab", *map(str, args)], check=False, capture_output=True,
                           text=True, env=env, timeout=300)
 
@@ -118,7 +118,7 @@ def test_a_short_run_finishes_with_metrics_and_a_classifier_checkpoint(finished,
 
 def test_classify_json_of_a_sentence_task_matches_transformers(finished, capsys):
     folder, text = last_checkpoint(finished / "acceptability"), "laura tasted some popcorn ."
-    out = cli_json(capsys, "classify", "--checkpoint", folder, text)
+    out = cli_json(capsys, "classify", "--checkpoint", folder, "--device", "cpu", text)
     assert set(out) == {"labels", "predicted", "probs", "logits"} and out["labels"] == ["ok", "broken"]
     expected = hf_logits(folder, SEQUENCE, text)
     torch.testing.assert_close(torch.tensor(out["logits"]), expected, atol=1e-5, rtol=0)
@@ -128,7 +128,7 @@ def test_classify_json_of_a_sentence_task_matches_transformers(finished, capsys)
 
 def test_classify_json_of_a_tagging_task_has_a_row_per_token_matching_transformers(finished, capsys):
     folder, text = last_checkpoint(finished / "entities"), "laura fed the cats in paris ."
-    out = cli_json(capsys, "classify", "--checkpoint", folder, text)
+    out = cli_json(capsys, "classify", "--checkpoint", folder, "--device", "cpu", text)
     tokens = load_checkpoint(folder).tokenizer.encode(text).tokens
     assert [row["token"] for row in out["tokens"]] == tokens[1:-1]  # every token but [CLS] and [SEP]
     expected = hf_logits(folder, TOKEN, text)[1:-1]
@@ -139,21 +139,23 @@ def test_classify_json_of_a_tagging_task_has_a_row_per_token_matching_transforme
 
 def test_classify_reads_a_pair_with_its_segments(finished, capsys):
     folder, a, b = last_checkpoint(finished / "coherence"), "the dog sat on the rug .", "it was tired ."
-    pair = cli_json(capsys, "classify", "--checkpoint", folder, a, b)
+    pair = cli_json(capsys, "classify", "--checkpoint", folder, "--device", "cpu", a, b)
     torch.testing.assert_close(torch.tensor(pair["logits"]), hf_logits(folder, SEQUENCE, a, b), atol=1e-5, rtol=0)
-    alone = cli_json(capsys, "classify", "--checkpoint", folder, a)
+    alone = cli_json(capsys, "classify", "--checkpoint", folder, "--device", "cpu", a)
     assert pair["logits"] != alone["logits"]  # sentence B counts
-    assert cli_json(capsys, "classify", "--checkpoint", folder, a, " ") == alone  # a blank B is no B
+    assert cli_json(capsys, "classify", "--checkpoint", folder, "--device", "cpu", a, " ") == alone  # a blank B is no B
 
 
 def test_classify_prints_a_table_of_labels_or_a_line_per_token(finished, capsys):
     capsys.readouterr()
-    assert main(["classify", "--checkpoint", str(last_checkpoint(finished / "acceptability")), "the cat sat ."]) == 0
+    assert main(["classify", "--checkpoint", str(last_checkpoint(finished / "acceptability")), "--device", "cpu",
+                 "the cat sat ."]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["label", "prob"] and [line.split()[0] for line in lines[1:3]] == ["ok", "broken"]
     probs = [float(line.split()[1]) for line in lines[1:3]]
     assert abs(sum(probs) - 1) < 1e-3 and lines[3] == f"predicted: {['ok', 'broken'][probs.index(max(probs))]}"
-    assert main(["classify", "--checkpoint", str(last_checkpoint(finished / "entities")), "laura fed the cats ."]) == 0
+    assert main(["classify", "--checkpoint", str(last_checkpoint(finished / "entities")), "--device", "cpu",
+                 "laura fed the cats ."]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["token", "tag", "prob"] and [line.split()[0] for line in lines[1:]] == \
         ["laura", "fed", "the", "cats", "."]
@@ -332,7 +334,7 @@ def test_classify_refuses_what_it_cannot_classify(finished, base, capsys):
         (tagger, ["the cat sat .", "it was tired ."], "this model tags the words of one sentence; give one text"),
         (base.parent / "nowhere", ["the cat sat ."], "no model folder at"),
     ]:
-        assert message in fails(capsys, "classify", "--checkpoint", folder, *texts)
+        assert message in fails(capsys, "classify", "--checkpoint", folder, "--device", "cpu", *texts)
 
 
 def test_publish_refuses_a_fine_tuning_run(finished, capsys):

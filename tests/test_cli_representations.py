@@ -1,7 +1,6 @@
 """`similarity` and `lens`: parity with transformers, one line and exit 2 on bad input, readable text."""
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from conftest import vocab_of_size
+from conftest import no_gpu_env, vocab_of_size
 from test_cli import corrupt, run_broken
 
 from bertviz_lab.bert.config import BertConfig
@@ -32,13 +31,13 @@ LENS_TEXT = "the [MASK] sat on the mat . it was [MASK] and tired ."
 
 
 def run_cli(*args):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = no_gpu_env(PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "bertviz_lab", *map(str, args)], check=False,
                           capture_output=True, text=True, env=env, timeout=120)
 
 
 def cli_json(capsys, *args):
-    assert main([*map(str, args), "--json"]) == 0
+    assert main([*map(str, args), "--device", "cpu", "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -171,7 +170,8 @@ def test_bad_input_from_a_real_process_has_no_traceback(tiny_checkpoint, args):
 
 
 def test_similarity_text_numbers_sentences_and_prints_each_layer(tiny_checkpoint, capsys):
-    assert main(["similarity", "--checkpoint", str(tiny_checkpoint), "--word", "unbelievable", *UNBELIEVABLE]) == 0
+    assert main(["similarity", "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--word", "unbelievable",
+                 *UNBELIEVABLE]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "'unbelievable' is 3 word pieces (un ##believ ##able): its vector is their mean"
     assert [line.split(". ", 1) for line in lines[1:4]] == [[f"   {n}", s] for n, s in enumerate(UNBELIEVABLE, 1)]
@@ -184,12 +184,13 @@ def test_similarity_text_numbers_sentences_and_prints_each_layer(tiny_checkpoint
         assert all(rows[n][n + 1] == "1.000" for n in range(3))
         assert all(rows[a][b + 1] == rows[b][a + 1] and re.fullmatch(r"-?\d\.\d{3}", rows[a][b + 1])
                    for a in range(3) for b in range(3))
-    assert main(["similarity", "--checkpoint", str(tiny_checkpoint), "--word", "cat", "the cat", "a cat ."]) == 0
+    assert main(["similarity", "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--word", "cat", "the cat",
+                 "a cat ."]) == 0
     assert "word pieces" not in capsys.readouterr().out  # a whole word: no note
 
 
 def test_lens_text_has_a_line_per_layer_with_top_k(tiny_checkpoint, capsys):
-    assert main(["lens", "--checkpoint", str(tiny_checkpoint), "--top-k", "3", LENS_TEXT]) == 0
+    assert main(["lens", "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--top-k", "3", LENS_TEXT]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "[MASK] #1 at token 2" and lines[4] == "[MASK] #2 at token 10" and len(lines) == 8
     for block in (lines[1:4], lines[5:8]):

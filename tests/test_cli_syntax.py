@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import WORDS
+from conftest import WORDS, no_gpu_env
 from family_models import build
 
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
@@ -75,7 +75,7 @@ def ckpt(folder):
 
 
 def run(capsys, folder, *args) -> str:
-    assert main(["syntax", "--checkpoint", str(folder), *map(str, args)]) == 0
+    assert main(["syntax", "--checkpoint", str(folder), "--device", "cpu", *map(str, args)]) == 0
     captured = capsys.readouterr()
     assert captured.err == ""  # no progress bar when stderr is not a terminal
     return captured.out
@@ -97,7 +97,7 @@ def without_control(folder, ckpt) -> tuple[dict, dict]:
     tests that read it (capsys is per test, so stdout goes to a buffer of our own)."""
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        assert main(["syntax", "--checkpoint", str(folder), "--json", "--sentences", str(SENTENCES),
+        assert main(["syntax", "--checkpoint", str(folder), "--device", "cpu", "--json", "--sentences", str(SENTENCES),
                      "--no-control"]) == 0
     return json.loads(buffer.getvalue()), expected(ckpt, control=False)
 
@@ -257,7 +257,8 @@ def written(tmp_path, name: str, text: str) -> Path:
 def test_each_mistake_is_one_line_and_exit_2(capsys, folder, tmp_path, case):
     args, message = BAD[case]
     args = args(tmp_path, folder) if callable(args) else args
-    argv = ["syntax", *(["--checkpoint", str(folder)] if "--checkpoint" not in args else []), *map(str, args)]
+    argv = ["syntax", "--device", "cpu", *(["--checkpoint", str(folder)] if "--checkpoint" not in args else []),
+            *map(str, args)]
     try:
         status = main(argv)
     except SystemExit as exited:  # argparse's refusals
@@ -271,7 +272,7 @@ def test_each_mistake_is_one_line_and_exit_2(capsys, folder, tmp_path, case):
 
 
 def test_mistakes_from_a_real_process_have_no_traceback(tmp_path, folder):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = no_gpu_env(PYTHONPATH=str(ROOT))
     for args, message in ((["--checkpoint", tmp_path / "nowhere"], "no model folder"),
                           (["--checkpoint", folder, "--bogus"], "unrecognized arguments: --bogus")):
         done = subprocess.run([sys.executable, "-m", "bertviz_lab", "syntax", *map(str, args)],

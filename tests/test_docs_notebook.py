@@ -52,6 +52,11 @@ def executed(installed, tmp_path_factory):
     return cells[:-1]
 
 
+def mini():
+    """The shipped model here, on the CPU as the notebook's kernel runs it (installed_env shows it no GPU)."""
+    return nb.load("bertviz-mini", device="cpu")
+
+
 def text_of(cell) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
 
@@ -109,7 +114,7 @@ def test_the_guesses_are_the_labs_own(executed):
     cell = cell_with(executed, 'nb.predict(lab, "the cat sat on the [MASK] .", top_k=5)')
     assert text_of(cell) == "top guess: mat\n"
     theirs = figure_of(cell)["data"][0]
-    ours = nb.predict("bertviz-mini", "the cat sat on the [MASK] .", top_k=5).data[0]
+    ours = nb.predict(mini(), "the cat sat on the [MASK] .", top_k=5).data[0]
     assert list(array(theirs["y"])) == list(ours.y)
     np.testing.assert_allclose(array(theirs["x"]), ours.x, rtol=1e-12)
 
@@ -118,7 +123,7 @@ def test_the_attention_rows_sum_to_one_and_are_the_labs(executed):
     cell = cell_with(executed, "nb.attention(lab, sentence, layer=0, head=0)")
     assert text_of(cell) == "every row sums to 1: True\n"
     z = array(figure_of(cell)["data"][0]["z"]).astype(float)
-    ours = np.array(nb.attention("bertviz-mini", "the animal was tired because it ran .", layer=0, head=0).data[0].z)
+    ours = np.array(nb.attention(mini(), "the animal was tired because it ran .", layer=0, head=0).data[0].z)
     np.testing.assert_allclose(z, ours, atol=1e-12)
 
 
@@ -135,5 +140,5 @@ def test_a_transformers_model_in_memory_gives_transformers_numbers(executed):
     bars = figure_of(cell)["data"][0]
     assert array(bars["y"])[0] == "mat"
     assert f"{array(bars['x'])[0]:.4f}" == printed.split("= ")[1].strip()
-    mine = nb.predict("bertviz-mini", "the cat sat on the [MASK] .", top_k=5).data[0]
+    mine = nb.predict(mini(), "the cat sat on the [MASK] .", top_k=5).data[0]
     np.testing.assert_allclose(array(bars["x"]), mine.x, atol=1e-5)  # the same model, read from memory and from disk

@@ -301,6 +301,7 @@ def test_the_fast_path_explains_as_the_textbook_path(tiny_model, tiny_tokenizer)
     assert_same(fast, textbook, 1e-5)
 
 
+@pytest.mark.cuda  # on CUDA on purpose, as tests/test_cuda.py (-m cuda selects both)
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_an_explanation_on_cuda_matches_the_cpu(tiny_model, tiny_tokenizer):
     encoding = inputs.encode(tiny_tokenizer, tiny_model, TEXT)

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 import bertviz_lab.figures as figures_package
@@ -421,7 +422,7 @@ finally:  # as app.py does
 def app(tmp_path) -> AppTest:
     script = tmp_path / "app.py"
     script.write_text(APP.format(attention=str(ROOT / "pages" / "attention.py"), worked=str(ROOT / "pages" / "worked.py")))
-    at = AppTest.from_file(str(script), default_timeout=120).run()
+    at = app_test(str(script), 120).run()
     assert not at.exception, at.exception
     return at
 

@@ -153,12 +153,14 @@ def test_the_cli_reads_every_family(tmp_path, capsys):
     assert main(["info", "--checkpoint", str(tmp_path / "roberta"), "--json"]) == 0
     card = json.loads(capsys.readouterr().out)
     assert card["family"] == "RoBERTa" and card["tokenizer"] == "byte-level BPE" and "no NSP head" in card["lacks"]
-    assert main(["predict", "--checkpoint", str(tmp_path / "roberta"), "the cat sat on the [MASK] .", "--json"]) == 0
+    assert main(["predict", "--checkpoint", str(tmp_path / "roberta"), "--device", "cpu", "the cat sat on the [MASK] .",
+                 "--json"]) == 0
     assert json.loads(capsys.readouterr().out)
-    assert main(["heads", "--checkpoint", str(tmp_path / "electra-discriminator"), "--json"]) == 0
+    assert main(["heads", "--checkpoint", str(tmp_path / "electra-discriminator"), "--device", "cpu", "--json"]) == 0
     roles = json.loads(capsys.readouterr().out)
     assert roles
-    assert main(["predict", "--checkpoint", str(tmp_path / "electra-discriminator"), "the [MASK] sat ."]) == 2
+    assert main(["predict", "--checkpoint", str(tmp_path / "electra-discriminator"), "--device", "cpu",
+                 "the [MASK] sat ."]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "MLM" in err and err.count("\n") == 1
 

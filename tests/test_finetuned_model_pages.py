@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
+from conftest import app_test
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.classifier import BertClassifier
@@ -30,7 +30,7 @@ def classifier(request, tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["predict", "attention", "representations", "losses"])
 def test_every_page_opens_with_a_fine_tuned_model(classifier, name):
-    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=120)
+    at = app_test(str(PAGES / f"{name}.py"), 120)
     at.session_state["model.path"] = str(classifier)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -45,7 +45,7 @@ def test_home_names_the_classifier_its_labels_and_what_it_was_tuned_on(classifie
     card = {"trained_by": "bertviz_lab", "fine_tuned_on": "acceptability", "steps": 120,
             "started": "from scratch (tiny)"}
     (classifier / "model_card.json").write_text(json.dumps(card))
-    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=120).run()  # Home is the default page
+    at = app_test(str(PAGES.parent / "app.py"), 120).run()  # Home is the default page
     at.text_input(key="model.custom").set_value(str(classifier)).run()
     at.button(key="model.load").click().run()
     assert not at.exception and not at.sidebar.error, [e.value for e in at.exception]

@@ -66,7 +66,7 @@ def expected(hf, hf_tok, sentences, probes=None):
 
 
 def heads_json(capsys, folder, *sentences):
-    assert main(["heads", "--checkpoint", str(folder), "--json", *sentences]) == 0
+    assert main(["heads", "--checkpoint", str(folder), "--device", "cpu", "--json", *sentences]) == 0
     import json
     return json.loads(capsys.readouterr().out)
 
@@ -101,7 +101,7 @@ def test_the_shipped_model_has_its_previous_and_next_token_heads(capsys):
 
 
 def test_the_table_names_the_strongest_head_of_each_role(capsys):
-    assert main(["heads", "--checkpoint", str(SHIPPED)]) == 0
+    assert main(["heads", "--checkpoint", str(SHIPPED), "--device", "cpu"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("6 sentences (the probe set)")
     assert re.search(r"previous: to previous token \(strongest: layer 0 head 2, 0\.8\d\)", text)
@@ -128,7 +128,7 @@ def test_a_grammatical_role_whose_links_are_all_neighbours_is_named_as_positiona
 
 def test_the_heads_command_says_which_grammatical_roles_are_positional_here(hf_checkpoint, capsys):
     folder = hf_checkpoint[0]
-    assert main(["heads", "--checkpoint", str(folder)]) == 0
+    assert main(["heads", "--checkpoint", str(folder), "--device", "cpu"]) == 0
     text = capsys.readouterr().out
     assert NOTE in text
     assert re.search(r"verb_subject: to verb → subject \(strongest: .*\); on the probe set every such link goes "
@@ -137,7 +137,8 @@ def test_the_heads_command_says_which_grammatical_roles_are_positional_here(hf_c
     assert re.search(r"pronoun_referent: to pronoun → referent \(strongest: [^)]*\)\n", text)  # links far apart
     assert heads_json(capsys, folder)["twins"] == {"verb_subject": "previous", "det_noun": "next"}
     assert heads_json(capsys, folder, *MINE)["twins"] == {}  # own sentences: no links, no claim
-    assert main(["heads", "--checkpoint", str(folder), *MINE]) == 0 and NOTE not in capsys.readouterr().out
+    assert main(["heads", "--checkpoint", str(folder), "--device", "cpu", *MINE]) == 0
+    assert NOTE not in capsys.readouterr().out
 
 
 BAD = {

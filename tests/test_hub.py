@@ -258,11 +258,12 @@ def test_the_cli_opens_a_cached_hub_model_offline(cache, repo_files):
 
 def test_every_explore_command_takes_a_cached_hub_id(cache, repo_files, capsys):
     populate(cache, REPO, repo_files)
-    assert main(["lens", "--checkpoint", REPO, CAT, "--json"]) == 0
+    assert main(["lens", "--checkpoint", REPO, "--device", "cpu", CAT, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)
-    assert main(["similarity", "--checkpoint", REPO, "--word", "cat", "the cat sat .", "a cat ran .", "--json"]) == 0
+    assert main(["similarity", "--checkpoint", REPO, "--device", "cpu", "--word", "cat", "the cat sat .", "a cat ran .",
+                 "--json"]) == 0
     assert json.loads(capsys.readouterr().out)
-    assert main(["heads", "--checkpoint", REPO, "--json"]) == 0
+    assert main(["heads", "--checkpoint", REPO, "--device", "cpu", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from family_models import build
-from streamlit.testing.v1 import AppTest
+from conftest import app_test
 from test_page_lesson import PAGE, SENSES
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
@@ -139,7 +139,7 @@ def test_step_8_writes_sentence_b_as_this_model_reads_it(member):
 
 def test_the_lesson_page_shows_robertas_own_framing(tmp_path):
     build("roberta", tmp_path / "roberta")
-    at = AppTest.from_file(PAGE, default_timeout=120)
+    at = app_test(PAGE, 120)
     at.session_state["model.path"] = str(tmp_path / "roberta")
     at.run()
     assert not at.exception, at.exception

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 import streamlit as st
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.errors import InputError
@@ -201,7 +202,7 @@ def tiny(monkeypatch):
 
 def session() -> AppTest:
     """A Lesson session on the training step with a guess picked: Reveal is one click away."""
-    at = AppTest.from_file(PAGE, default_timeout=WAIT_S).run()
+    at = app_test(PAGE, WAIT_S).run()
     at.selectbox(key="lesson.step").set_value(STEP).run()
     question, _ = runs.start_question(runs.tiny_vocab_size())
     at.pills(key=f"lesson.guess.{STEP}").set_value(question.options[0]).run()

@@ -10,6 +10,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab import classroom
@@ -26,7 +27,7 @@ NOTE = "This link asked for something this view cannot show"
 
 def open_link(page: str, query: dict, url: str | None = None) -> AppTest:
     """A new session that opens `page` with `query` in its address, as a pasted link does."""
-    at = AppTest.from_file(APP, default_timeout=90)
+    at = app_test(APP, 90)
     if url:
         at.context["url"] = url
     at.query_params.update(query)

@@ -11,6 +11,7 @@ one computed here through the API; the server log must show one model load. Noth
 from pathlib import Path
 
 import pytest
+from conftest import hide_gpu_from_children
 
 from bench.classroom_load import (
     CHROMIUM,
@@ -45,10 +46,13 @@ def test_the_shipped_model_puts_mat_under_the_cat(shipped):
 
 def run_class(plans: list[list[Job]], tmp_path, driver: str) -> tuple[str, dict[str, list[float]]]:
     """Every session's jobs at once on a fresh server: each must get its right answer, the model must load
-    once. The server log and the server's seconds per page."""
+    once. The server log and the server's seconds per page. The server sees no GPU (it inherits this process's
+    environment): its sidebar's "auto" runs on the CPU, where the answers here are computed."""
     log = tmp_path / "server.log"
-    with server(free_port(), log) as url:
-        firsts, redraws = drive(url, plans, timeout_s=150, driver=driver)
+    with pytest.MonkeyPatch.context() as mp:
+        hide_gpu_from_children(mp)  # bench's server() starts the app with this process's environment
+        with server(free_port(), log) as url:
+            firsts, redraws = drive(url, plans, timeout_s=150, driver=driver)
     text = log.read_text(errors="replace")
     assert len(firsts) == len(plans)
     failed = [f"session {r.session} {r.job.page} {r.job.text!r}: {r.problem}" for r in redraws if r.browser_s is None]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import vocab_of_size
+from conftest import app_test, vocab_of_size
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
@@ -63,7 +63,7 @@ def titles(at: AppTest) -> list[str]:
 
 
 def long_page(folder) -> AppTest:
-    at = AppTest.from_file(str(PAGE), default_timeout=120)
+    at = app_test(str(PAGE), 120)
     at.session_state["model.path"] = str(folder)
     at.session_state["attn.text_a"] = LONG_TEXT
     return at.run()

@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import installed_env
+from conftest import installed_env, no_gpu_env
 
 from bertviz_lab import files
 
@@ -110,7 +110,7 @@ def test_the_console_script_predicts_from_any_folder_as_the_checkout_does(instal
                          sentence)
     assert done.returncode == 0, done.stderr
     here = subprocess.run([sys.executable, "-m", "bertviz_lab", "predict", "--checkpoint", "checkpoints/bertviz-mini",
-                           sentence], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                           sentence], cwd=ROOT, env=no_gpu_env(), capture_output=True, text=True, timeout=120)
     assert done.stdout == here.stdout and "mat" in done.stdout
     info = run_installed(installed, tmp_path, sys.executable, str(script), "info", "--checkpoint", "bertviz-mini")
     assert re.search(r"^path +" + re.escape(str(installed)), info.stdout, re.M), info.stdout + info.stderr

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from figure_data import array, figures
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
@@ -27,7 +28,7 @@ SMALL_WEIGHT = 0.000123456789  # %.6f would show 0.000123: 3 significant digits
 
 
 def page(text: str | None = None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     if text is not None:
         at.text_area(key="attn.text_a").input(text).run()
     return at

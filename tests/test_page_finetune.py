@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import app_test, without_a_gpu
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab import atomic
@@ -30,12 +31,12 @@ from bertviz_lab.views.finetune_dev import MAX_WORDS
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "finetune.py")
 FAST = dict(steps=4, batch_size=8, threads=1)
-SCRATCH = dict(scratch="tiny", layers=2, heads=2, hidden=32, seq_len=32, **FAST)
+SCRATCH = dict(scratch="tiny", layers=2, heads=2, hidden=32, seq_len=32, device="cpu", **FAST)
 
 
 def page(tab: str | None = None, run: str | None = None) -> AppTest:
     """The page, on this tab of the results and this run (default: the first tab, the newest run)."""
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_test(PAGE)
     if tab:
         at.session_state["finetune.tab"] = tab
     if run:
@@ -88,6 +89,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny models r
 @pytest.fixture
 def empty(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("BERTVIZ_RUNS", str(tmp_path))
+    without_a_gpu(monkeypatch)  # the page starts its runs on "auto", which must be the CPU, as the numbers here
     return tmp_path
 
 
@@ -98,6 +100,7 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BERTVIZ_RUNS", str(root))
+        without_a_gpu(mp)  # the page starts its run on "auto", which must be the CPU, as the checks below
         pretrain_run(root, "tiny-pre")
         pretrain_run(root, "tiny-nonsp", nsp=False)
         at = page()

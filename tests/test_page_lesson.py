@@ -10,6 +10,7 @@ from unittest import mock
 
 import pytest
 import torch
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
@@ -35,7 +36,7 @@ def mini():
 
 
 def page() -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     assert not at.exception, at.exception
     return at
 
@@ -229,7 +230,7 @@ def test_bad_input_says_what_is_wrong(step, key, text, kind, words):
 
 
 def test_a_model_without_mlm_or_nsp_head_says_the_step_needs_one(headless_checkpoint):
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_test(PAGE)
     at.session_state["model.path"] = str(headless_checkpoint)
     at.run()
     for step, what in ((5, "masked-language-model (MLM) head"), (6, "masked-language-model (MLM) head"),

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
@@ -22,7 +23,7 @@ TITLES = ["Tokens", "Pick the positions to predict", "Corrupt each picked positi
 
 
 def page() -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     assert not at.exception, at.exception
     return at
 
@@ -147,7 +148,7 @@ def test_invalid_rates_give_their_message(key, value, message):
 def test_a_model_without_nsp_head_says_so_and_skips_the_step(tmp_path, tiny_config, tiny_tokenizer):
     model = BertForPreTraining(tiny_config, nsp_head=False, pooler=False).eval()
     path = save_checkpoint(model, tiny_tokenizer, tmp_path / "no_nsp")
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_test(PAGE)
     at.session_state["model.path"] = str(path)
     at.run()
     assert not at.exception

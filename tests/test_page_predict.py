@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from figure_data import figures
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
@@ -15,7 +16,7 @@ CAT = "the cat sat on the [MASK] ."
 
 
 def page(text: str | None = None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     if text is not None:
         at.text_area(key="predict.text_a").input(text).run()
     assert not at.exception, at.exception
@@ -186,7 +187,7 @@ def test_script_tags_are_shown_as_text_never_as_html():
 
 
 def test_model_without_mlm_head_says_so(headless_checkpoint):
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_test(PAGE)
     at.session_state["model.path"] = str(headless_checkpoint)
     at.run()
     assert not at.exception and "no masked-language-model (MLM) head" in at.error[0].value
@@ -213,7 +214,7 @@ def test_what_bert_reads_shows_its_tokens_and_names_the_words_it_reads_in_pieces
 
 
 def test_a_model_outside_the_story_world_names_its_unknown_words_only(tiny_checkpoint):
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_test(PAGE)
     at.session_state["model.path"] = str(tiny_checkpoint)
     at.run()
     at.text_area(key="predict.text_a").input("the zebra sat on the [MASK] .").run()

@@ -11,6 +11,7 @@ import torch
 from figure_data import array, figures, shown
 from model_numbers import (contextual_nearest, cosine_matrix, hidden, lens, nearest_rows, pair_means,
                            principal_components, word_vectors)
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.corpus.senses import examples
@@ -24,7 +25,7 @@ CONTEXTS, NEIGHBOURS, LENS, GEOMETRY, SHAPES = ("Same word, different contexts",
 
 
 def page(tab: str | None = None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
+    at = app_test(PAGE, 120)
     if tab:
         at.session_state["repr.tab"] = tab
     return at.run()

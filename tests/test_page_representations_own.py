@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 from figure_data import array, figures
 from model_numbers import cosine_matrix, word_vectors
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.ui.representations import OWN
@@ -16,7 +17,7 @@ TWO = ["i went to the bank to deposit money .", "we sat on the bank of the river
 
 
 def own(lines: str) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at = app_test(PAGE, 120).run()
     at.selectbox(key="repr.set").select(OWN).run()
     at.text_area(key="repr.sentences").input(lines).run()
     assert not at.exception and not at.warning

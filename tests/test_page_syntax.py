@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import open_page, vocab_of_size
+from conftest import app_test, open_page, vocab_of_size
 from figure_data import array, figures, shown
 from streamlit.testing.v1 import AppTest
 
@@ -298,7 +298,7 @@ def test_a_link_restores_the_tab_and_the_choices_and_the_view_writes_them_back(t
 
     query = {"tab": AGREEMENT, "sentences": "30", "relation": "det", "direction": "1", "layer": "1", "head": "2",
              "attractors": "2"}
-    at = AppTest.from_file(str(Path(PAGE).parents[1] / "app.py"), default_timeout=300)
+    at = app_test(Path(PAGE).parents[1] / "app.py", 300)
     at.session_state["model.path"] = str(tiny)
     at.run()
     at.switch_page("pages/syntax.py")

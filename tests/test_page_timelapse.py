@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 from test_page_pretrain import TINY, fill, page, submit, wait_done
 
@@ -27,7 +28,7 @@ def runs_dir(tmp_path, monkeypatch) -> Path:
 
 
 def lapse_page() -> AppTest:
-    return AppTest.from_file(PAGE, default_timeout=60).run()
+    return app_test(PAGE).run()
 
 
 def errors(at: AppTest) -> list:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from figure_data import array
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import SAFETENSORS, load_checkpoint
@@ -36,7 +37,7 @@ def run_dir(tmp_path_factory) -> Path:
 
 def lapse_page(runs_root: Path, monkeypatch, **session) -> AppTest:
     monkeypatch.setenv("BERTVIZ_RUNS", str(runs_root))
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_test(PAGE)
     at.session_state[K.SOURCE.name] = "run lapse"
     for key, value in session.items():
         at.session_state[key] = value

@@ -8,13 +8,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from figure_data import figures
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "worked.py")
 
 
 def page() -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     assert not at.exception, at.exception
     return at
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import no_gpu_env
 
 from bertviz_lab.pretrain import checkpoints, runs
 from bertviz_lab.pretrain.config import TrainConfig
@@ -16,7 +17,7 @@ from bertviz_lab.views import probe
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = TrainConfig(hidden=32, heads=2, layers=2, steps=10, batch_size=8, seq_len=32, eval_every=5,
-                   checkpoint_every=5, threads=1)
+                   checkpoint_every=5, threads=1, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def run_dir(tmp_path_factory) -> Path:
     """A real 10-step run made by the CLI (a few seconds)."""
     folder = tmp_path_factory.mktemp("runs") / "tiny"
     subprocess.run([sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(folder), *runs.cli_args(TINY)],
-                   cwd=ROOT, check=True, capture_output=True, timeout=120)
+                   cwd=ROOT, env=no_gpu_env(), check=True, capture_output=True, timeout=120)
     return folder
 
 

@@ -243,7 +243,7 @@ def test_a_cuda_run_under_torchrun_opens_its_group_on_a_machine_without_cuda(mon
     opened, closed = [], []
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setattr(dist, "is_initialized", lambda: False)
-    monkeypatch.setattr(dist, "init_process_group", opened.append)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend, device_id=None: opened.append(backend))
     monkeypatch.setattr(dist, "destroy_process_group", lambda: closed.append(True))
     monkeypatch.setattr(distributed.torch.cuda, "is_available", lambda: False)
     with distributed.session("cuda"):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from streamlit.testing.v1 import AppTest
+from conftest import app_test
 from test_runs import wait
 
 from bertviz_lab.cli import main
@@ -240,7 +240,7 @@ def test_malformed_run_files_read_as_unreadable_everywhere(runs_dir, capsys):
     assert sorted(r["status"] for r in json.loads(capsys.readouterr().out)).count("unreadable") == len(MALFORMED)
     assert main(["runs", "list"]) == 0 and capsys.readouterr().out.count(" unreadable ") == len(MALFORMED)
 
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     assert not at.exception
     assert sorted(at.dataframe[0].value["run"]) == sorted(listed)
     at.selectbox(key="pretrain.run").set_value("a-list").run()
@@ -316,7 +316,7 @@ def test_a_visitor_cannot_stop_anothers_run_but_controls_its_own(runs_dir, monke
     fake_run(runs_dir, "other", started_by="visitor 10.0.0.8", created=time.time() - 20)
     fake_run(runs_dir, "mine", started_by="visitor 10.0.0.7", created=time.time() - 10)
     fake_run(runs_dir, "teacher", "running", pid=teacher.pid)
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     assert not at.exception and at.selectbox(key="pretrain.run").value == "teacher"
     assert "pretrain.stop" not in [b.key for b in at.button]
     assert any(c.value.startswith("Started by this machine's owner") for c in at.caption)
@@ -336,5 +336,5 @@ def test_a_visitor_cannot_stop_anothers_run_but_controls_its_own(runs_dir, monke
     assert teacher.poll() is None and runs.read(runs_dir / "teacher").status == "running"
 
     monkeypatch.setattr(classroom, "client_ip", lambda: None)  # the machine's owner
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     assert at.button(key="pretrain.stop").label == "Stop" and not at.button(key="pretrain.start").disabled

@@ -30,7 +30,7 @@ def test_a_users_own_openmp_setting_wins(monkeypatch):
 
 
 def test_warming_up_loads_the_default_model_the_first_page_reads(monkeypatch):
-    models.cached_checkpoint.clear()
+    models.forget_models()
     warm = threading.Thread(target=serve.warm, name=serve.THREAD)
     warm.start()
     warm.join(timeout=300)

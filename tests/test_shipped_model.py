@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import no_gpu_env
+
 from bertviz_lab.corpus import lexicon
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -14,7 +16,8 @@ SEATS = set(lexicon.SEATS.split()) | set(lexicon.FIXED_SEATS.split())  # what th
 
 def predict(text: str) -> list[str]:
     done = subprocess.run([sys.executable, "-m", "bertviz_lab", "predict", "--checkpoint", str(SHIPPED),
-                           "--json", "--top-k", "5", text], capture_output=True, text=True, cwd=ROOT, timeout=120)
+                           "--json", "--top-k", "5", text], capture_output=True, text=True, cwd=ROOT, env=no_gpu_env(),
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     return [c["token"] for c in json.loads(done.stdout)["masks"][0]["candidates"]]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
+from conftest import app_test
 
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertEncoderModel
@@ -38,7 +38,7 @@ def test_published_counts_and_the_seed_001_correction():
 
 
 def test_home_shows_the_family_sizes_with_the_correction_and_the_activation():
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = app_test(APP).run()
     assert not at.exception
     table = next(d.value for d in at.dataframe if "parameters (encoder + pooler)" in d.value.columns)
     assert table["model"][0] == "active: bertviz-mini"

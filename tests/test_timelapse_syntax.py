@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from figure_data import figures
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
@@ -204,7 +205,7 @@ def page_run(run, monkeypatch) -> Path:
 
 
 def lapse_page() -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at = app_test(PAGE, 120).run()
     return at.selectbox(key=state.TimeLapse.SOURCE.name).set_value("run tiny").run()
 
 

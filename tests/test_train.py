@@ -13,9 +13,9 @@ from bertviz_lab.bert import masking
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.errors import ConfigError
-from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
 from bertviz_lab.pretrain.data import Batch
-from bertviz_lab.pretrain.loop import BatchLosses, StepTotals, Trainer, warmup_then_decay
+from bertviz_lab.pretrain.loop import BatchLosses, StepTotals, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = ("tokens_per_s", "elapsed")

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab import files
@@ -223,7 +224,7 @@ def empty(tmp_path, monkeypatch) -> Path:
 
 
 def upload(name: str, raw: bytes) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at = app_test(PAGE).run()
     at.radio(key="finetune.task").set_value("csv").run()
     return at.file_uploader(key="finetune.upload").set_value((name, raw, "text/csv")).run()
 

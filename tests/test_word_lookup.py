@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 from family_models import build
-from streamlit.testing.v1 import AppTest
+from conftest import app_test
 from test_family_pages import PAGES
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
@@ -126,7 +126,7 @@ def test_the_representations_page_follows_the_word_for_roberta(tmp_path, monkeyp
     build("roberta", tmp_path)
     tokenizer = load_checkpoint(tmp_path).tokenizer
     monkeypatch.setattr(nv, "BANK_SENTENCES", 200)
-    at = AppTest.from_file(str(PAGES / "representations.py"), default_timeout=120)
+    at = app_test(str(PAGES / "representations.py"), 120)
     at.session_state["model.path"] = str(tmp_path)
     at.run()
     assert not at.exception and not at.warning, [w.value for w in at.warning]

@@ -4,6 +4,7 @@ Attention page's query picker after a new sentence: the same token at the same p
 
 from pathlib import Path
 
+from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
@@ -17,7 +18,7 @@ AGAIN = "a bird sang in the [MASK] ."
 
 
 def app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=90).run()
+    at = app_test(APP, 90).run()
     assert not at.exception, at.exception
     return at
 
@@ -55,7 +56,7 @@ def test_typed_on_predict_opens_attention_on_it_and_back():
 
 
 def test_a_links_sentence_is_kept_and_becomes_yours():
-    at = AppTest.from_file(APP, default_timeout=90)
+    at = app_test(APP, 90)
     at.query_params.update({"a": TYPED})
     at.run()
     at.switch_page(ATTENTION)

@@ -33,6 +33,7 @@ from safetensors.torch import load_file, save_file
 from bertviz_lab import atomic, files
 from bertviz_lab.bert.classifier import BertClassifier, saved_head
 from bertviz_lab.bert.config import BertConfig, show
+from bertviz_lab.bert.device import to_device
 from bertviz_lab.bert.family import FAMILIES, Family, family_of
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
@@ -94,7 +95,8 @@ def load_checkpoint(directory, device: str | torch.device = "cpu") -> Checkpoint
                                             prefer_json=family.prefer_json)
     card = files.read_json(directory / CARD_FILE, error=CheckpointError) if _exists(directory / CARD_FILE) else {}
     model, ignored = model_from_state(raw, config, family, _read_weights(weights))
-    return Checkpoint(model.to(device).eval(), tokenizer, directory, card if isinstance(card, dict) else {}, ignored)
+    model = to_device(model, device, f"the model in {directory.name}").eval()
+    return Checkpoint(model, tokenizer, directory, card if isinstance(card, dict) else {}, ignored)
 
 
 def config_of(raw: object, what: str = "config.json") -> tuple[BertConfig, Family]:

@@ -16,6 +16,7 @@ import torch
 from bertviz_lab import files
 from bertviz_lab.bert.checkpoint import Checkpoint, config_of, model_from_state
 from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.device import to_device
 from bertviz_lab.bert.family import FAMILIES, Family
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.bert.tokenizer_json import from_json_text
@@ -34,7 +35,7 @@ def read_model(model, tokenizer, device: str | torch.device | None = None) -> Ch
     lab_tokenizer = read_tokenizer(tokenizer, family, config.vocab_size)
     built, ignored = model_from_state(raw, config, family, _state(model))
     where = torch.device(device) if device is not None else _device(model)
-    return Checkpoint(built.to(where).eval(), lab_tokenizer, None, {}, ignored)
+    return Checkpoint(to_device(built, where).eval(), lab_tokenizer, None, {}, ignored)
 
 
 def _config(model) -> tuple[dict, BertConfig, Family]:

@@ -1,4 +1,5 @@
-"""Mixed precision: bf16 autocast on CUDA; on CPU only where this machine runs bf16 matmuls faster.
+"""Mixed precision: bf16 autocast on a GPU with bf16 units, fp16 (with loss scaling) on an older one; on CPU, bf16
+only where this machine runs bf16 matmuls faster.
 
 On CPUs without native bf16 units a bf16 matmul can be ~50x slower than fp32, so
 the choice is measured once per process rather than assumed.
@@ -10,6 +11,8 @@ import functools
 import time
 
 import torch
+
+from bertviz_lab.bert.device import native_bf16
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,11 +40,20 @@ def cpu_bf16_is_faster() -> bool:
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype for a run, or None for plain fp32."""
+    """The autocast dtype for a run, or None for plain fp32.
+
+    On a GPU "auto" means bf16 where the GPU has bf16 units, else fp16: a V100 or T4 emulates bf16 many times
+    slower than its fp16 tensor cores run, and a trainer pairs fp16 with a loss scaler (`loss_scaler`)."""
     if precision == "fp32":
         return None
     if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if precision == "bf16" or native_bf16(device) else torch.float16
     if precision == "bf16" or cpu_bf16_is_faster():
         return torch.bfloat16
     return None
+
+
+def loss_scaler(dtype: torch.dtype | None, device: torch.device) -> torch.amp.GradScaler:
+    """The loss scaler fp16 training needs (its gradients underflow without one): on for fp16, a pass-through
+    otherwise. Under it a step whose gradients overflowed is skipped and the scale lowered, not a divergence."""
+    return torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)

@@ -72,7 +72,8 @@ def cmd_train(args) -> int:
         resources.check_corpus(cfg)
         resources.check_resources(cfg)
     process.tune_allocator()
-    with distributed.session(cfg.device if cfg else "auto"):
+    # A resumed run opens its group for the device it was started on: NCCL for a CPU run's tensors would fail.
+    with distributed.session(cfg.device if cfg else process.recorded_device(args.run_dir)):
         return process.execute(args.run_dir, cfg, args.resume, args.argv)
 
 

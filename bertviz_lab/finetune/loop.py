@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.classifier import BertClassifier
-from bertviz_lab.bert.device import resolve_device
+from bertviz_lab.bert.device import resolve_device, to_device
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import ConfigError
@@ -152,7 +152,7 @@ class FineTuner(Loop):
         self.model = BertClassifier(model_cfg, self.task.labels, self.task.level)
         if base is not None and not resume:
             self.model.bert.load_state_dict(_encoder_weights(base.model, self.model), strict=True)
-        self.model.to(self.device)
+        to_device(self.model, self.device, "the model")
         if cfg.freeze_encoder:
             self.model.bert.requires_grad_(False)
         self._make_optimizer()

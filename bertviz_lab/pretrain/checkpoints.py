@@ -26,6 +26,7 @@ import torch
 
 from bertviz_lab import atomic, files
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
+from bertviz_lab.bert.device import gpu_index
 from bertviz_lab.errors import CheckpointError, LabError
 
 POINTER = "checkpoint.json"
@@ -49,7 +50,8 @@ def series(total: int) -> list[int]:
     return sorted(s for s in steps if s <= total)
 
 
-def save(run_dir, model, tokenizer, optimizer, scheduler, *, step: int, elapsed: float, card: dict) -> Path:
+def save(run_dir, model, tokenizer, optimizer, scheduler, *, step: int, elapsed: float, card: dict,
+         scaler: torch.amp.GradScaler | None = None) -> Path:
     run_dir = Path(run_dir)
     folder = run_dir / "checkpoints" / f"step-{step:06d}"
     tmp = folder.with_name(f".{folder.name}.tmp")
@@ -57,8 +59,11 @@ def save(run_dir, model, tokenizer, optimizer, scheduler, *, step: int, elapsed:
     save_checkpoint(model, tokenizer, tmp, card=card)
     state = {"step": step, "elapsed": elapsed, "optimizer": optimizer.state_dict(),
              "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda_rng"] = torch.cuda.get_rng_state_all()
+    device = device_of(model)
+    if device.type == "cuda":  # the run's own GPU's generator: the only one its dropout draws from
+        state["cuda_rng"] = torch.cuda.get_rng_state(device)
+    if scaler is not None and scaler.is_enabled():
+        state["scaler"] = scaler.state_dict()
     torch.save(state, tmp / STATE_FILE)
     shutil.rmtree(folder, ignore_errors=True)  # only when re-saving the same step (a resumed stop)
     os.replace(tmp, folder)
@@ -112,9 +117,10 @@ def latest(run_dir) -> Path | None:
     return folder if inside and folder.is_dir() else None
 
 
-def load_latest(run_dir, model, optimizer, scheduler, loaded=None) -> dict:
-    """Restore weights, optimizer, scheduler and RNG from the last checkpoint; returns step and time.
-    loaded: that checkpoint, when the caller has already loaded it (for its tokenizer and shape)."""
+def load_latest(run_dir, model, optimizer, scheduler, loaded=None,
+                scaler: torch.amp.GradScaler | None = None) -> dict:
+    """Restore weights, optimizer, scheduler, fp16 loss scale and RNG from the last checkpoint; returns step and
+    time. loaded: that checkpoint, when the caller has already loaded it (for its tokenizer and shape)."""
     folder = latest(run_dir)
     if folder is None:
         raise CheckpointError(f"{run_dir} has no checkpoint to resume from")
@@ -125,9 +131,31 @@ def load_latest(run_dir, model, optimizer, scheduler, loaded=None) -> dict:
         state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable state file means "cannot resume"
         raise CheckpointError(f"cannot resume: {folder.name}/{STATE_FILE} is unreadable ({exc})") from None
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    torch.set_rng_state(state["torch_rng"])
-    if "cuda_rng" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda_rng"])
-    return {"step": int(state["step"]), "elapsed": float(state["elapsed"])}
+    try:  # a state file that unpickles but holds the wrong things (damaged, or planted) is one sentence too
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        device = device_of(model)
+        if device.type == "cuda" and (saved := own_cuda_rng(state.get("cuda_rng"), gpu_index(device))) is not None:
+            torch.cuda.set_rng_state(saved, device)
+        if scaler is not None and scaler.is_enabled() and "scaler" in state:
+            scaler.load_state_dict(state["scaler"])
+        return {"step": int(state["step"]), "elapsed": float(state["elapsed"])}
+    except (KeyError, IndexError, RuntimeError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"cannot resume: {folder.name}/{STATE_FILE} does not hold a trainer's state "
+                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def device_of(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def own_cuda_rng(saved, index: int) -> torch.Tensor | None:
+    """The saved generator state of the run's GPU: the one saved (a tensor), or, from a checkpoint that kept every
+    visible GPU's (a list), the run's GPU's entry if that machine had it. A run saved with 4 GPUs visible resumes
+    on 2, or on another numbering, without an IndexError; the other GPUs' generators are nothing the run drew."""
+    if isinstance(saved, torch.Tensor):
+        return saved
+    if isinstance(saved, (list, tuple)) and index < len(saved) and isinstance(saved[index], torch.Tensor):
+        return saved[index]
+    return None

@@ -186,3 +186,12 @@ def finite_number(name: str, value, ok, wanted: str) -> float:
 def one_of(name: str, value, options: tuple[str, ...]) -> None:
     if not isinstance(value, str) or value not in options:
         raise ConfigError(f"{name} must be one of {', '.join(options)}, got {show(value)}")
+
+
+def warmup_then_decay(step: int, warmup: int, total: int) -> float:
+    """The learning rate's share of its peak at `step`: linear warmup over `warmup` steps (kept within a
+    run shorter than that), then linear decay to 0 at the last step."""
+    warmup = min(warmup, total)
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))

@@ -26,6 +26,8 @@ import os
 import torch
 import torch.distributed as dist
 
+from bertviz_lab.errors import DeviceError
+
 
 @contextlib.contextmanager
 def session(device: str):
@@ -34,15 +36,26 @@ def session(device: str):
         yield
         return
     use_cuda = device != "cpu" and torch.cuda.is_available()
-    if use_cuda:
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    gpu = local_gpu() if use_cuda else None
+    if gpu is not None:
+        torch.cuda.set_device(gpu)
     # DistributedDataParallel imports torch._dynamo, which imports torch.distributed.nn.functional, whose
     # functions take `group=group.WORLD` as a default argument: imported once the group exists, they would
     # hold it for good. Imported before, their default is None.
     importlib.import_module("torch._dynamo")  # not `import torch._dynamo`: that would make `torch` local here
-    dist.init_process_group("nccl" if use_cuda else "gloo")
+    dist.init_process_group("nccl" if use_cuda else "gloo", device_id=gpu)  # NCCL bound to this rank's GPU now
     try:
         yield
     finally:
         gc.collect()  # the trainer, whose DDP wrapper holds the group, sits in reference cycles
         dist.destroy_process_group()  # now the group's last reference: its threads are joined here
+
+
+def local_gpu() -> torch.device:
+    """This rank's GPU: cuda:LOCAL_RANK, which must be one of this machine's."""
+    local, count = int(os.environ.get("LOCAL_RANK", "0")), torch.cuda.device_count()
+    if not 0 <= local < count:
+        raise DeviceError(f"torchrun started local rank {local}, but this machine has {count} CUDA GPU"
+                          f"{'s' * (count != 1)}: start at most {count} processes per machine "
+                          f"(--nproc_per_node={count}), or train on the CPU with --device cpu")
+    return torch.device("cuda", local)

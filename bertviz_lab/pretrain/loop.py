@@ -22,14 +22,14 @@ import torch
 import torch.distributed as dist
 
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.bert.device import resolve_device
+from bertviz_lab.bert.device import resolve_device, to_device
 from bertviz_lab.bert.losses import IGNORE_INDEX, mlm_cross_entropy, nsp_cross_entropy
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.ops import adamw
-from bertviz_lab.bert.precision import autocast_dtype
+from bertviz_lab.bert.precision import autocast_dtype, loss_scaler
 from bertviz_lab.metrics import EVAL, TRAIN, Metrics
 from bertviz_lab.pretrain import checkpoints, snapshots
-from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
 from bertviz_lab.pretrain.corpus_setup import build_corpus
 from bertviz_lab.pretrain.data import Batch, make_batch
 
@@ -210,13 +210,15 @@ class Trainer(Loop):
         self.corpus = build_corpus(cfg, self.run_dir if self.rank == 0 else None)
         self.tokenizer = self.corpus.tokenizer
         self.amp_dtype = autocast_dtype(cfg.precision, self.device)
+        self.scaler = loss_scaler(self.amp_dtype, self.device)
         torch.manual_seed(cfg.seed)
         model_cfg = model_config or cfg.model_config(self.tokenizer.vocab_size)
-        self.model = BertForPreTraining(model_cfg, nsp_head=cfg.nsp, pooler=cfg.nsp).to(self.device)
+        self.model = to_device(BertForPreTraining(model_cfg, nsp_head=cfg.nsp, pooler=cfg.nsp), self.device, "the model")
         self._make_optimizer()
         self.step, self.elapsed = 0, 0.0
         if resume:
-            state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
+            state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler,
+                                            scaler=self.scaler)
             self.step, self.elapsed = state["step"], state["elapsed"]
         self.ddp = self.model
         if self.world > 1:
@@ -271,18 +273,25 @@ class Trainer(Loop):
                 return None
             batch = self.batch(self.step, micro)
             out = self.losses(self.ddp, batch)
-            (out.loss / self.cfg.grad_accum).backward()
+            self.scaler.scale(out.loss / self.cfg.grad_accum).backward()
             totals.add(out, batch)
         packed = totals.packed(self.device)  # (7,)
         if self.world > 1:
             StepTotals.all_reduce(packed, self.world)
+        self.scaler.unscale_(self.optimizer)  # fp16: the true gradients, before they are clipped
         grad_norm = (torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
                      if self.cfg.grad_clip > 0 else torch.tensor(0.0))
         *values, grad_norm = torch.cat([packed, grad_norm.reshape(1).to(packed)]).tolist()  # the one host sync
         totals = StepTotals.unpacked(values)
         lr = self.scheduler.get_last_lr()[0]
         finite = all(math.isfinite(x) for x in (totals.mlm_loss, totals.nsp_loss, grad_norm))
-        if finite:
+        if self.scaler.is_enabled():  # fp16: overflowing gradients skip the step and lower the scale
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            # Diverged when the scale falls below 1: the gradients overflow unscaled, step after step.
+            finite = math.isfinite(totals.mlm_loss + totals.nsp_loss) and self.scaler.get_scale() >= 1
+            grad_norm = grad_norm if math.isfinite(grad_norm) else None  # a skipped step has none
+        elif finite:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
@@ -309,7 +318,7 @@ class Trainer(Loop):
 
     def save(self) -> dict:
         path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
-                             step=self.step, elapsed=self.elapsed, card=self.card())
+                                step=self.step, elapsed=self.elapsed, card=self.card(), scaler=self.scaler)
         return {"kind": "checkpoint", "step": self.step, "path": str(path)}
 
     def snapshot(self) -> dict | None:
@@ -338,11 +347,3 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
-
-def warmup_then_decay(step: int, warmup: int, total: int) -> float:
-    """The learning rate's share of its peak at `step`: linear warmup over `warmup` steps (kept within a
-    run shorter than that), then linear decay to 0 at the last step."""
-    warmup = min(warmup, total)
-    if step < warmup:
-        return (step + 1) / warmup
-    return max(0.0, (total - step) / max(1, total - warmup))

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import filelock
 import psutil
+import torch
 import torch.distributed as dist
 
 from bertviz_lab import atomic, files
@@ -215,6 +216,18 @@ def _resume_record(run_dir: Path, job: Job) -> tuple[object, float, str]:
     return cfg, float(created) if ok else time.time(), started_by if isinstance(started_by, str) else OWNER
 
 
+def recorded_device(run_dir: str | Path) -> str:
+    """The device a run to resume was started on, as its run.json says (a run.json from before the setting:
+    "auto", as its config reads); "cpu" when that cannot be read (`execute` then refuses the folder, and a gloo
+    group opens anywhere)."""
+    try:
+        config = files.read_json(Path(run_dir) / "run.json", error=ConfigError)["config"]
+        device = config.get("device", "auto")
+    except (LabError, KeyError, TypeError, AttributeError):
+        return "cpu"
+    return device if isinstance(device, str) else "cpu"
+
+
 def refuse_used(run_dir: str | Path) -> None:
     """A new run goes into a new folder: one that already holds a run's records would mix two runs.
     (Under torchrun every rank checks before the process group forms, so before rank 0 writes.)"""
@@ -282,6 +295,14 @@ def _train(run_dir: Path, cfg, resume: bool, writer: RunFiles | None, job: Job) 
             writer.status("failed", str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except torch.OutOfMemoryError:
+        step = trainer.step if trainer else 0
+        message = (f"the GPU ran out of memory at step {step}: lower the batch size or the sequence length (or stop "
+                   "other runs on it); the last good checkpoint is kept")
+        if writer:
+            writer.status("failed", message, step)
+        print(f"error: {message}", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - a crash must still leave a readable status
         traceback.print_exc()
         if writer:

@@ -8,12 +8,17 @@ binary data, a 5 GB file), each with one sentence, before any process starts.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import torch
+
 from bertviz_lab import corpus, files
+from bertviz_lab.bert.device import GPU_HEADROOM, gpu_index, gpu_memory, resolve_device
 from bertviz_lab.corpus.user_text import MAX_TEXT_BYTES
 from bertviz_lab.errors import ConfigError, InputError
 from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.distributed import local_gpu
 
 BYTES_PER_FLOAT = 4  # training runs in fp32 (bf16 autocast only shrinks activations)
 # Per parameter: the fp32 weight, its gradient, and AdamW's two moments.
@@ -21,10 +26,10 @@ BYTES_PER_PARAMETER = 4 + 4 + 8
 # A training process before its model: Python, torch, the tokenizer and the corpus generator
 # (measured: 340 MB resident on CPU with torch 2.13).
 PROCESS_BYTES = 350_000_000
-GPU_HEADROOM = 0.9  # of a GPU's memory a run may plan to use (CUDA's context and caching take the rest)
+CUDA_CONTEXT_BYTES = 600_000_000  # a new process's CUDA context and cuBLAS workspace on its GPU (about 0.3-0.6 GB)
 
 
-def estimate_memory(cfg: TrainConfig, vocab_size: int) -> int:
+def estimate_memory(cfg: TrainConfig, vocab_size: int, fused_attention: bool = False) -> int:
     """Bytes one training process needs at its peak for its model and one micro-batch.
 
     parameters x (4 weight + 4 gradient + 8 AdamW moments), counted from the model config
@@ -35,7 +40,8 @@ def estimate_memory(cfg: TrainConfig, vocab_size: int) -> int:
       mask and its LayerNorm input and output (4d); the FFN's pre-activation and GELU output
       (2I); its dropout mask and LayerNorm input and output (3d); and of the attention
       matrices (math path, as on CPU) the softmax weights, the dropout mask and the dropped
-      weights (3hT): 10d + 2I + 3hT floats;
+      weights (3hT): 10d + 2I + 3hT floats; on a GPU (`fused_attention`) sdpa's kernel keeps no T x T matrix,
+      so 10d + 2I;
     - one more layer's worth for the gradients alive during the backward pass;
     - per token, the embeddings' LayerNorm input and output, dropout mask and output (4d);
     - per masked position (N = mask_rate x B x T, MLM logits only there): the MLM transform
@@ -51,7 +57,7 @@ def estimate_memory(cfg: TrainConfig, vocab_size: int) -> int:
     d, ff, h, L = model.hidden_size, model.intermediate_size, model.num_attention_heads, model.num_hidden_layers
     tokens, T = cfg.batch_size * cfg.seq_len, cfg.seq_len
     masked = cfg.mask_rate * tokens
-    per_token = (L + 1) * (10 * d + 2 * ff + 3 * h * T) + 4 * d
+    per_token = (L + 1) * (10 * d + 2 * ff + (0 if fused_attention else 3 * h * T)) + 4 * d
     activations = tokens * per_token + masked * (4 * d + 4 * model.vocab_size)
     parameters = model.num_parameters(mlm=True, nsp=cfg.nsp, pooler=cfg.nsp)
     return int(BYTES_PER_PARAMETER * parameters + BYTES_PER_FLOAT * activations)
@@ -66,15 +72,24 @@ def run_vocab_size(cfg: TrainConfig) -> int:
     return cfg.vocab_size
 
 
-def check_resources(cfg: TrainConfig) -> None:
-    """Refuse, with one sentence, a run that needs more memory than this machine (or its GPU) has."""
-    needed = estimate_memory(cfg, run_vocab_size(cfg))
-    gpu = _gpu_bytes(cfg.device)
+def check_resources(cfg: TrainConfig, placed: int | None = None) -> None:
+    """Refuse, with one sentence, a run that needs more memory than this machine (or its GPU) has free.
+    placed: the GPU `place` chose for a run the app starts."""
+    gpu = run_gpu(cfg.device, placed)
+    check_fits(estimate_memory(cfg, run_vocab_size(cfg), fused_attention=gpu is not None), gpu)
+
+
+def check_fits(needed: int, gpu: torch.device | None) -> None:
+    """Refuse a run needing `needed` bytes where it trains: on a GPU, that GPU's free memory as its driver counts
+    it (the other runs on it and the models the app keeps there included), less the new process's own CUDA
+    context; otherwise this machine's."""
     if gpu is not None:  # model and activations live on the GPU; the host keeps only the process
-        if needed > GPU_HEADROOM * gpu:
-            raise ConfigError(f"this run needs about {files.describe_bytes(needed)} of GPU memory; the GPU has "
-                              f"{files.describe_bytes(gpu)}: lower the batch size, the sequence length or the "
-                              "model size")
+        free, total = gpu_memory(gpu)
+        if needed + CUDA_CONTEXT_BYTES > GPU_HEADROOM * free:
+            raise ConfigError(f"this run needs about {files.describe_bytes(needed + CUDA_CONTEXT_BYTES)} of GPU "
+                              f"memory; {gpu} has {files.describe_bytes(free)} free of {files.describe_bytes(total)}: "
+                              "lower the batch size, the sequence length or the model size, or wait for other runs "
+                              "to end")
         needed = 0
     try:
         files.check_memory(needed + PROCESS_BYTES, "this run", ConfigError)
@@ -82,18 +97,36 @@ def check_resources(cfg: TrainConfig) -> None:
         raise ConfigError(f"{exc}: lower the batch size, the sequence length or the model size") from None
 
 
-def _gpu_bytes(device: str) -> int | None:
-    """Total memory of the CUDA GPU the run would train on, or None when it trains on the CPU."""
-    if device == "cpu":
+def run_gpu(device: str, placed: int | None = None) -> torch.device | None:
+    """The GPU a run on `device` will train on, or None when it trains on the CPU ("auto" without a GPU): the one
+    `place` chose (placed), this rank's under torchrun, else the one the device names (plain: the current one).
+    DeviceError for `cuda` without a GPU, or a GPU this machine does not have."""
+    if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
         return None
-    import torch
+    if placed is not None:
+        return torch.device("cuda", placed)
+    if device in ("auto", "cuda") and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return local_gpu()  # checked before the group forms, on the rank's own GPU
+    return torch.device("cuda", gpu_index(resolve_device(device)))
 
-    if not torch.cuda.is_available():
-        return None  # "auto" trains on the CPU; "cuda" is refused elsewhere with its own message
-    index = int(device.split(":")[1]) if ":" in device else 0
-    if index >= torch.cuda.device_count():
-        raise ConfigError(f"device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s)")
-    return int(torch.cuda.get_device_properties(index).total_memory)
+
+def place(device: str) -> int | None:
+    """The GPU a run the app starts on "auto" or "cuda" should train on when this machine has several: the one with
+    the most free memory now (a class's runs would otherwise all share cuda:0). None: nothing to choose.
+    (Asking a GPU its free memory opens this process's CUDA context there, once.)"""
+    if device not in ("auto", "cuda") or not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        return None
+    free = [torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count())]
+    return free.index(max(free))
+
+
+def gpu_env(placed: int | None) -> dict[str, str]:
+    """The environment that shows a trainer only the GPU `place` chose (it trains on its cuda:0): its entry in this
+    process's CUDA_VISIBLE_DEVICES, or its number. Its settings keep "auto", so a resume places it anew."""
+    if placed is None:
+        return {}
+    visible = [entry.strip() for entry in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
+    return {"CUDA_VISIBLE_DEVICES": visible[placed] if placed < len(visible) else str(placed)}
 
 
 def read_corpus(path) -> tuple[Path, str]:

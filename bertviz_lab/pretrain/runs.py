@@ -33,8 +33,9 @@ from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.files import data_root
 from bertviz_lab.pretrain import checkpoints, records
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.process import LAB_COMMAND, OWNER, PRETRAIN, child_env, hold, start_time, verified
-from bertviz_lab.pretrain.resources import check_corpus, check_resources
+from bertviz_lab.pretrain.process import (LAB_COMMAND, OWNER, PRETRAIN, child_env, hold, recorded_device, start_time,
+                                         verified)
+from bertviz_lab.pretrain.resources import check_corpus, check_resources, gpu_env, place
 
 
 def runs_root() -> Path:
@@ -110,18 +111,20 @@ def cli_args(cfg: TrainConfig) -> list[str]:
 # --- Start, resume ------------------------------------------------------------------------------
 def start(cfg: TrainConfig, name: str | None = None, root: Path | None = None, started_by: str = OWNER,
           max_active: int | None = None) -> RunInfo:
-    """Validate, create the run folder, and launch the training process in its own session.
-    max_active: refuse while that many runs are active (counted and launched under one lock)."""
+    """Validate, create the run folder, and launch the training process in its own session (on the freest of
+    several GPUs: `place`). max_active: refuse while that many runs are active (counted and launched under one lock)."""
+    placed = place(cfg.device)
     check_corpus(cfg)  # the text is usable, and the run fits this machine's memory
-    check_resources(cfg)
+    check_resources(cfg, placed)
     return launch_new(PRETRAIN.kind, cfg.to_dict(), ["train", *cli_args(cfg)], cfg.steps, name, root, started_by,
-                      max_active)
+                      max_active, placed)
 
 
 def launch_new(kind: str, config: dict, command: list[str], steps: int, name: str | None = None,
-               root: Path | None = None, started_by: str = OWNER, max_active: int | None = None) -> RunInfo:
+               root: Path | None = None, started_by: str = OWNER, max_active: int | None = None,
+               placed: int | None = None) -> RunInfo:
     """Create a run folder and its run.json, and start `python -m bertviz_lab COMMAND --run-dir RUN ...` there
-    (command: e.g. ["finetune", "--task", "coherence", ...], checked by the caller)."""
+    (command: e.g. ["finetune", "--task", "coherence", ...], checked by the caller), on the GPU `placed`."""
     root = Path(root) if root is not None else runs_root()
     run_dir = root / sanitize_name(name or new_name("finetune" if kind != PRETRAIN.kind else "run"))
     root.mkdir(parents=True, exist_ok=True)
@@ -141,7 +144,7 @@ def launch_new(kind: str, config: dict, command: list[str], steps: int, name: st
             try:  # run.json now, not when the trainer is up: readers see the settings (and the text) in use
                 atomic.write_json(run_dir / "run.json", {"kind": kind, "config": config, "command": full[3:],
                                                          "started_by": started_by})
-                return _launch(run_dir, full, steps, started_by)
+                return _launch(run_dir, full, steps, started_by, placed)
             finally:
                 lock.release()
         except BaseException:
@@ -167,13 +170,13 @@ def resume(run_dir) -> RunInfo:
             raise ConfigError(f"run {info.name!r} has no checkpoint to resume from")
         verb = "finetune" if info.kind == "finetune" else "train"
         command = [*LAB_COMMAND, verb, "--run-dir", str(run_dir), "--resume"]
-        return _launch(run_dir, command, info.total_steps, info.started_by)
+        return _launch(run_dir, command, info.total_steps, info.started_by, place(recorded_device(run_dir)))
     finally:
         lock.release()
 
 
-def _launch(run_dir: Path, command: list[str], steps: int, started_by: str) -> RunInfo:
-    env = child_env(started_by)
+def _launch(run_dir: Path, command: list[str], steps: int, started_by: str, placed: int | None) -> RunInfo:
+    env = {**child_env(started_by), **gpu_env(placed)}
     previous = read(run_dir) if (run_dir / "status.json").exists() else None
     with open(run_dir / "log.txt", "ab") as log:
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,

@@ -24,7 +24,7 @@ from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import forms, state
 from bertviz_lab.ui.finetune_results import chance_of
-from bertviz_lab.ui.models import shown
+from bertviz_lab.ui.models import device_name, shown
 from bertviz_lab.ui.runs import RunPage, curves_of, may_start
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Finetune as K
@@ -129,7 +129,8 @@ def run_form(active: int) -> runs.RunInfo | None:
         if start not in starts:  # deleted while the form was open
             raise ConfigError("checkpoint: choose a model to start from")
         config = vf.form_config(values, starts[start], weights, mode, task="" if name == CSV else name,
-                                data=str(vf.upload_path(raw, state.get(K.UPLOAD).name)) if name == CSV else "")
+                                data=str(vf.upload_path(raw, state.get(K.UPLOAD).name)) if name == CSV else "",
+                                device=device_name())  # the sidebar's device, where the page reads its results
         return vf.start_run(config, raw, run_name.strip() or None, gate.who, gate.cap)
     except LabError as exc:
         st.error(shown(vf.explain(exc)))

@@ -15,6 +15,7 @@ folders, wherever $BERTVIZ_RUNS points.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
+import torch
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from bertviz_lab import classroom
@@ -29,7 +31,7 @@ from bertviz_lab.bert import hub
 from bertviz_lab.bert.card import markdown_safe
 from bertviz_lab.bert.checkpoint import Checkpoint, load_checkpoint
 from bertviz_lab.bert.device import DEVICE_CHOICES, cuda_available, describe_devices
-from bertviz_lab.errors import CheckpointError, LabError
+from bertviz_lab.errors import CheckpointError, GpuMemoryError, LabError
 from bertviz_lab.files import ROOT, check_path, describe_bytes
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import state
@@ -46,10 +48,51 @@ BOX = "Open a model folder or a Hub id"
 NOT_CACHED = "{} is not among the Hub models this lab has downloaded: the teacher has to open it once first."
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=6)
-def cached_checkpoint(path: str, device: str = "cpu") -> Checkpoint:
+GPU_MODELS = 2  # models kept loaded on a GPU at once (six on the CPU): a GPU's memory is scarcer than the host's
+
+
+def _load(path: str, device: str) -> Checkpoint:
     log.warning("loading model %s on %s", path, device)  # once per model and device: the server log shows it
     return load_checkpoint(path, device=device)
+
+
+# Two functions, not one wrapped twice: Streamlit keys a cache by its function's name and code.
+@st.cache_resource(show_spinner="Loading the model…", max_entries=6)
+def _on_cpu(path: str, device: str) -> Checkpoint:
+    return _load(path, device)
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=GPU_MODELS)
+def _on_gpu(path: str, device: str) -> Checkpoint:
+    return _load(path, device)
+
+
+def cached_checkpoint(path: str, device: str = "cpu") -> Checkpoint:
+    """The model in `path` on `device`, loaded once per process. On a GPU at most GPU_MODELS stay loaded; when the
+    GPU has no room for one more, the loaded ones are let go and the model is tried once more, alone: a class that
+    switches models does not fill the GPU, and what still does not fit is one GpuMemoryError sentence."""
+    if not device.startswith("cuda"):
+        return _on_cpu(path, device)
+    try:
+        return _on_gpu(path, device)
+    except GpuMemoryError as exc:
+        if not exc.could_fit:  # bigger than the GPU: letting the class's models go would not help
+            raise
+    release_gpu_models()  # outside the handler, whose traceback holds the failed load's frames
+    return _on_gpu(path, device)
+
+
+def release_gpu_models() -> None:
+    """Drop every model this process keeps on a GPU (a session still using one holds it until its next rerun)."""
+    _on_gpu.clear()
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+def forget_models() -> None:
+    """Empty both model caches (the tests start from nothing)."""
+    _on_cpu.clear()
+    _on_gpu.clear()
 
 
 def available_models() -> dict[str, str]:

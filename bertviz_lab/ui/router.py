@@ -4,10 +4,14 @@ page end early without ending the app's own work after it (the link and the shar
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 from typing import NoReturn
 
 import streamlit as st
+import torch
+
+from bertviz_lab.errors import GpuMemoryError
 
 _routed = threading.local()  # each session's script runs in a thread of its own
 
@@ -16,16 +20,28 @@ class PageEnd(Exception):
     """A page has nothing more to draw (`end_page`); app.py's `routing()` catches it."""
 
 
+OUT_OF_MEMORY = ("The GPU ran out of memory for this page (other models or runs hold the rest of it): choose CPU "
+                 "under Device in the sidebar, or try a shorter text.")
+
+
 @contextlib.contextmanager
 def routing():
-    """Run a page under the router: `end_page` inside it ends the page, not the whole script run."""
+    """Run a page under the router: `end_page` inside it ends the page, not the whole script run; a GPU that runs
+    out of memory ends it with a sentence saying what to do, and its unused memory is given back."""
     _routed.on = True
+    out_of_memory = None
     try:
         yield
     except PageEnd:
         pass
+    except (torch.OutOfMemoryError, GpuMemoryError) as exc:
+        out_of_memory = f"{exc}." if isinstance(exc, GpuMemoryError) else OUT_OF_MEMORY
     finally:
         _routed.on = False
+    if out_of_memory:  # outside the handler, whose traceback holds the failed pass's tensors
+        gc.collect()
+        torch.cuda.empty_cache()
+        st.error(out_of_memory[0].upper() + out_of_memory[1:], icon=":material/memory:")
 
 
 def end_page() -> NoReturn:

@@ -264,15 +264,16 @@ def explain(exc: Exception) -> str:
 
 
 def form_config(values: dict, start: Start, weights: str = "pretrained", mode: str = "full", task: str = "",
-                data: str = "") -> FinetuneConfig:
+                data: str = "", device: str = "auto") -> FinetuneConfig:
     """A validated FinetuneConfig from the form: values holds its numbers (steps, lr, batch_size and seed; number
-    inputs give floats, whole ones become ints). weights "random": a model of start's shape from scratch."""
+    inputs give floats, whole ones become ints). weights "random": a model of start's shape from scratch. device:
+    where the run trains (the page passes the sidebar's)."""
     numbers = FORM.typed(values)
     seq_len = min(DEFAULTS["seq_len"], start.positions)
     where = (dict(checkpoint=start.checkpoint) if weights == "pretrained" else
              dict(scratch="tiny", layers=start.layers, heads=start.heads, hidden=start.hidden))
-    return FinetuneConfig(task=task, data=data, seq_len=seq_len, freeze_encoder=mode == "probe", **where,
-                          **numbers)
+    return FinetuneConfig(task=task, data=data, seq_len=seq_len, freeze_encoder=mode == "probe", device=device,
+                          **where, **numbers)
 
 
 NO_CSV = "data: choose a CSV file to upload first"

@@ -24,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from bertviz_lab.bert.device import to_device
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.rng import global_rng
@@ -215,7 +216,7 @@ def compare_probes(model: BertForPreTraining, tokenizer: WordPieceTokenizer, tas
     accuracy = {}
     for n, (name, build) in enumerate(((PRETRAINED, lambda: model), (RANDOM, lambda: random_model(model.config)))):
         progress(n / 2, f"Reading {len(train) + len(dev)} {task_name} examples with {name}…")
-        encoder = build().to(device)
+        encoder = to_device(build(), device, "the random model")
         accuracy[name] = fit_probe(features(encoder, tokenizer, train), train_y, features(encoder, tokenizer, dev),
                                    dev_y, len(task.labels))
     progress(1.0, "Done.")

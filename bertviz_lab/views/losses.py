@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from bertviz_lab.bert import losses, masking
+from bertviz_lab.bert.device import to_device
 from bertviz_lab.bert.family import FAMILIES
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import ROLES, SPECIAL_TOKENS, Encoding, WordPieceTokenizer
@@ -283,7 +284,7 @@ def _copy(model: BertForPreTraining) -> BertForPreTraining:
     copy.load_state_dict({k: v.detach().clone() for k, v in model.state_dict().items()})
     copy.attention_backend, copy.fast = model.attention_backend, model.fast
     device = next(model.parameters()).device
-    return copy.to(device).float().requires_grad_(True).eval()
+    return to_device(copy, device, "a copy of the model for its gradients").float().requires_grad_(True).eval()
 
 
 def _example_loss(model, walk: Walkthrough, with_nsp: bool):

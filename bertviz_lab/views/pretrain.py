@@ -25,7 +25,7 @@ from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.figures.training import Curves
 from bertviz_lab.pretrain import records, resources, runs
 from bertviz_lab.pretrain.config import PRECISIONS, TrainConfig, upper_bound
-from bertviz_lab.pretrain.loop import warmup_then_decay
+from bertviz_lab.pretrain.config import warmup_then_decay
 from bertviz_lab.views import forms
 
 DEFAULTS = TrainConfig()
@@ -116,7 +116,7 @@ def form_config(values: dict, corpus: str = "builtin", text: str | bytes | None 
     cfg = TrainConfig(**FORM.typed(values))
     if cfg.device == "cuda" and not cuda_available():
         raise ConfigError("device cuda: this machine has no CUDA GPU; choose auto or cpu")
-    resources.check_resources(cfg)  # before any text is kept: a run that cannot fit is refused now
+    resources.check_resources(cfg, resources.place(cfg.device))  # before any text is kept: refused now if it cannot fit
     if corpus == "builtin":
         return NewRun(cfg)
     text = training_text(corpus, text, filename)

@@ -21,12 +21,17 @@ CHART = '[data-testid="stPlotlyChart"] .main-svg'
 EXCEPTION = '[data-testid="stException"]'
 
 
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # torch in the server (and in the runs it starts) sees no CUDA GPU
+
+
 @contextlib.contextmanager
 def streamlit_server(env: dict | None = None, *args: str, address: str = "127.0.0.1", script: str = "app.py",
-                     log: Path | None = None):
+                     log: Path | None = None, gpu: bool = False):
     """Yield the base URL (on 127.0.0.1) of a fresh server for `script`, run from the repository root so
     .streamlit/config.toml applies; extra `args` go to streamlit; its output goes to `log` if given.
-    app.py is served as `./lab.sh app` serves it (bertviz_lab.ui.serve). The server is stopped afterwards."""
+    app.py is served as `./lab.sh app` serves it (bertviz_lab.ui.serve). The server is stopped afterwards.
+    Unless `gpu`, the server sees no GPU (NO_GPU): the sidebar's device picker starts on "auto", which would run
+    the model on a GPU where there is one, and the tests check what it shows against numbers computed on the CPU."""
     port = free_port()
     serve = ["-m", "bertviz_lab.ui.serve"] if script == "app.py" else ["-m", "streamlit", "run", script]
     cmd = [sys.executable, *serve, "--server.headless", "true",
@@ -34,7 +39,8 @@ def streamlit_server(env: dict | None = None, *args: str, address: str = "127.0.
            "--server.fileWatcherType", "none", *args]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMLIT_", "BERTVIZ_CLASSROOM"))}
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - the server writes it
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**clean, **(env or {})}, stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**clean, **({} if gpu else NO_GPU), **(env or {})}, stdout=out,
+                            stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc, log)
