@@ -200,6 +200,23 @@ def test_a_page_that_runs_out_of_gpu_memory_says_what_to_do(monkeypatch):
     assert any("ran out of memory for this page" in e.value and "choose CPU" in e.value for e in at.error)
 
 
+def test_a_run_that_runs_out_of_gpu_memory_fails_with_a_sentence_and_keeps_its_checkpoint(tmp_path, monkeypatch):
+    from bertviz_lab.pretrain import process, runs
+
+    real_step = Trainer.train_step
+
+    def step(self):
+        if self.step == 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_step(self)
+
+    monkeypatch.setattr(Trainer, "train_step", step)
+    assert process.execute(tmp_path, small(checkpoint_every=2), False, ["train"]) == 1
+    info = runs.read(tmp_path)
+    assert info.status == "failed" and info.message.startswith("the GPU ran out of memory at step 2: lower the batch")
+    assert checkpoints.latest(tmp_path).name == "step-000002"  # the last good checkpoint is kept
+
+
 # --- 4. precision on pre-Ampere GPUs -----------------------------------------------------------------------
 @pytest.mark.parametrize(("capability", "dtype"), [((7, 0), torch.float16), ((7, 5), torch.float16),
                                                    ((8, 0), torch.bfloat16), ((9, 0), torch.bfloat16)])
