@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from bertviz_lab import corpus, files
-from bertviz_lab.bert.device import GPU_HEADROOM, gpu_index, gpu_memory, resolve_device
+from bertviz_lab.bert.device import GPU_HEADROOM, gpu_index, resolve_device
 from bertviz_lab.corpus.user_text import MAX_TEXT_BYTES
 from bertviz_lab.errors import ConfigError, InputError
 from bertviz_lab.pretrain.config import TrainConfig
@@ -84,7 +84,7 @@ def check_fits(needed: int, gpu: torch.device | None) -> None:
     it (the other runs on it and the models the app keeps there included), less the new process's own CUDA
     context; otherwise this machine's."""
     if gpu is not None:  # model and activations live on the GPU; the host keeps only the process
-        free, total = gpu_memory(gpu)
+        free, total = torch.cuda.mem_get_info(gpu.index)  # what another process can have: not this one's cache
         if needed + CUDA_CONTEXT_BYTES > GPU_HEADROOM * free:
             raise ConfigError(f"this run needs about {files.describe_bytes(needed + CUDA_CONTEXT_BYTES)} of GPU "
                               f"memory; {gpu} has {files.describe_bytes(free)} free of {files.describe_bytes(total)}: "
