@@ -9,6 +9,8 @@ import time
 import torch
 
 from bertviz_lab.bert.config import BertConfig
+from bertviz_lab.bert.masking import mask_tokens
+from bertviz_lab.pretrain.data import Batch
 
 
 def pin_threads(n: int) -> None:
@@ -107,3 +109,15 @@ def wait_healthy(url: str, proc, log=None, timeout: float = 60) -> None:
             raise RuntimeError(f"the server stopped with exit code {proc.returncode}: {tail}")
         time.sleep(0.3)
     raise RuntimeError(f"the server did not start within {timeout:.0f} s")
+
+
+def fixed_batch(cfg: BertConfig, size: int, seq_len: int, device: torch.device | str = "cpu") -> Batch:
+    """[CLS] A [SEP] B [SEP] of random ids, 15% of them masked by BERT's rule, random NSP labels; seeded."""
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, cfg.vocab_size, (size, seq_len), generator=g)
+    ids[:, 0], ids[:, seq_len // 2], ids[:, -1] = 2, 3, 3
+    segments = torch.zeros_like(ids)
+    segments[:, seq_len // 2 + 1:] = 1
+    masked = mask_tokens(ids, special_ids={0, 1, 2, 3, 4}, vocab_size=cfg.vocab_size, mask_id=4, generator=g)
+    nsp = torch.randint(0, 2, (size,), generator=g)
+    return Batch(masked.input_ids, segments, None, masked.labels, nsp, size * seq_len).to(device)

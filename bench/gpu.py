@@ -36,9 +36,8 @@ from collections.abc import Callable
 
 import torch
 
-from bench.common import hf_adamw, hf_train_step, hf_twin, interleaved_ms, median_ratio
+from bench.common import fixed_batch, hf_adamw, hf_train_step, hf_twin, interleaved_ms, median_ratio
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.bert.masking import mask_tokens
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.data import Batch
 from bertviz_lab.pretrain.loop import Trainer
@@ -71,18 +70,6 @@ def non_embedding_parameters(model: torch.nn.Module) -> int:
 def flops_per_token(non_embedding: int, layers: int, hidden: int, seq_len: int) -> int:
     """Training FLOPs per token, the PaLM paper's count: 6N + 12 L H T."""
     return 6 * non_embedding + 12 * layers * hidden * seq_len
-
-
-def fixed_batch(cfg: BertConfig, size: int, seq_len: int, device: torch.device) -> Batch:
-    """[CLS] A [SEP] B [SEP] of random ids, 15% of them masked by BERT's rule, random NSP labels; seeded."""
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, cfg.vocab_size, (size, seq_len), generator=g)
-    ids[:, 0], ids[:, seq_len // 2], ids[:, -1] = 2, 3, 3
-    segments = torch.zeros_like(ids)
-    segments[:, seq_len // 2 + 1:] = 1
-    masked = mask_tokens(ids, special_ids={0, 1, 2, 3, 4}, vocab_size=cfg.vocab_size, mask_id=4, generator=g)
-    nsp = torch.randint(0, 2, (size,), generator=g)
-    return Batch(masked.input_ids, segments, None, masked.labels, nsp, size * seq_len).to(device)
 
 
 def repeated(fn: Callable[[], object], times: int, device: torch.device) -> Callable[[], None]:

@@ -23,11 +23,9 @@ from dataclasses import replace
 
 import torch
 
-from bench.common import hf_adamw, hf_train_step, hf_twin, median_ratio, pin_threads
+from bench.common import fixed_batch, hf_adamw, hf_train_step, hf_twin, median_ratio, pin_threads
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.bert.masking import mask_tokens
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.data import Batch
 from bertviz_lab.pretrain.loop import Trainer
 
 CONFIG = BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
@@ -36,16 +34,6 @@ B, T = 32, 128
 GOAL = 2.0
 PHASES = ("forward", "backward", "optimizer", "rest")
 MATMULS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "mkldnn::_linear_pointwise"}
-
-
-def fixed_batch() -> Batch:
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, CONFIG.vocab_size, (B, T), generator=g)
-    ids[:, 0], ids[:, T // 2], ids[:, -1] = 2, 3, 3  # [CLS] A [SEP] B [SEP]
-    segments = torch.zeros_like(ids)
-    segments[:, T // 2 + 1:] = 1
-    masked = mask_tokens(ids, special_ids={0, 1, 2, 3, 4}, vocab_size=CONFIG.vocab_size, mask_id=4, generator=g)
-    return Batch(masked.input_ids, segments, None, masked.labels, torch.randint(0, 2, (B,), generator=g), B * T)
 
 
 class PhaseClock:
@@ -96,7 +84,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     pin_threads(args.threads)
-    batch = fixed_batch()
+    batch = fixed_batch(CONFIG, B, T)
     trainer = Trainer(TrainConfig(preset="mini", seq_len=T, batch_size=B, steps=10**6, warmup=0, lr=1e-4,
                                   threads=args.threads, device="cpu", precision="fp32"), model_config=CONFIG)
     trainer.batch = lambda step, micro=0, stream=0: batch
