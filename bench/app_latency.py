@@ -204,6 +204,10 @@ def page_edits(n: int) -> list[tuple[str, str, dict, str | None, str | None, obj
         options = [int(o.replace(",", "")) for o in at.select_slider(key="lapse.step").options]
         return [options[i % len(options)] for i in range(n)]
 
+    def sizes(at) -> list[int]:  # the story world's sentence counts the Syntax page offers, each in turn
+        options = [int(o.replace(",", "")) for o in at.select_slider(key="syntax.sentences").options]
+        return [options[(i + 1) % len(options)] for i in range(n)]
+
     edits = [("Home", "redraw, nothing changed", {}, None, None, [None] * n),
              ("Lesson", "another step", {}, "selectbox", "lesson.step", [1 + (i + 1) % 11 for i in range(n)]),
              ("Lesson", "another step, answers revealed", reveal_lesson, "selectbox", "lesson.step",
@@ -217,6 +221,8 @@ def page_edits(n: int) -> list[tuple[str, str, dict, str | None, str | None, obj
               for tab, (kind, key, values) in tabs.items()]
     edits += [("Pretrain live", "new probe sentence", {}, "text_input", "pretrain.probe", masked),
               ("Time-lapse", "another step", {}, "select_slider", "lapse.step", steps),
+              ("Syntax across a corpus", "another sentence count (before a run)", {}, "select_slider",
+               "syntax.sentences", sizes),
               ("Fine-tune", "Try it: new sentence", {"finetune.tab": "Try it"}, "text_input", "finetune.text", texts),
               ("Losses step by step", "new seed", {}, "number_input", "losses.seed", list(range(1, n + 1))),
               ("Worked examples", "new scores", {}, "text_input", "worked.attn.scores",

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where a table is built: a trainer, which only writes records, never loads pandas
+    import pandas as pd
 
 TRAIN, EVAL = "train", "eval"
 # What runs wrote before one name per idea -> the field it is (pretraining train, its eval, fine-tuning's eval)
@@ -64,6 +66,8 @@ def table(recorded: Iterable[Mapping], kind: str) -> pd.DataFrame:
     """`frame(curve(recorded, kind))`, built without a record object per line: a run keeps up to 50,000 records
     and its page redraws them every second or two (45,000 train records: 0.05 s, against 0.3 s through `Metrics`;
     2 cores, 2026-11-26). A resumed old run holds both names of an idea, a column each: they become one."""
+    import pandas as pd
+
     chosen = pd.DataFrame([r for r in recorded if r.get("kind") == kind and "step" in r])
     for old, name in OLD_NAMES.items():
         if old in chosen:
@@ -73,6 +77,8 @@ def table(recorded: Iterable[Mapping], kind: str) -> pd.DataFrame:
 
 def frame(records: Iterable[Metrics]) -> pd.DataFrame:
     """One row per record; a column per field that some record sets (an empty table when there are none)."""
+    import pandas as pd
+
     rows = list(records)
     columns = {name: [getattr(r, name) for r in rows] for name in NAMES}
     return pd.DataFrame({name: values for name, values in columns.items()

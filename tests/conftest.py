@@ -116,6 +116,15 @@ def no_hugging_face_network(tmp_path_factory):
         yield home
 
 
+@pytest.fixture(scope="session", autouse=True)
+def batch_cache_in_a_temporary_folder(tmp_path_factory):
+    """Runs keep their training batches (pretrain/batch_cache.py) in a temporary folder, not the checkout's
+    cache/: in the environment, so the commands tests start inherit it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BERTVIZ_BATCH_CACHE", str(tmp_path_factory.mktemp("batch-cache")))
+        yield
+
+
 @pytest.fixture
 def tiny_config() -> BertConfig:
     return BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

@@ -6,7 +6,7 @@ import torch
 
 from bertviz_lab.bert import fast, ops
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.bert.fast import ReadRows
+from bertviz_lab.bert.fast import SPARSE_ROW_BUCKET, ReadRows
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.ops import adamw
 from bertviz_lab.pretrain.config import TrainConfig
@@ -86,7 +86,24 @@ def test_the_last_layer_computes_only_the_read_rows(monkeypatch):
     norm = model.bert.encoder.layer[-1].output.LayerNorm  # the layer's last step
     norm.register_forward_hook(lambda _m, args, _out: rows_seen.append(args[0].shape[:-1]))
     model(ids, seg, am, masked_positions=masked, sparse_last_layer=True)
-    assert rows_seen == [(int(masked.sum()) + B,)]  # the masked positions and one [CLS] per sequence
+    read = int(masked.sum()) + B  # the masked positions and one [CLS] per sequence
+    # ... padded to the bucket, so a run's row counts take a few shapes, not a new one each step
+    assert rows_seen == [(-(-read // SPARSE_ROW_BUCKET) * SPARSE_ROW_BUCKET,)]
+    assert read % SPARSE_ROW_BUCKET  # a test that pads nothing would prove nothing
+
+
+def test_the_padded_rows_change_no_logit_and_no_gradient(monkeypatch):
+    """The rows that pad the last layer to its bucket are read by nothing: the same logits and gradients
+    whether the bucket is 1 (no padding) or 64."""
+    model = model_of().train()
+    results = []
+    for bucket in (1, SPARSE_ROW_BUCKET):
+        monkeypatch.setattr(fast, "SPARSE_ROW_BUCKET", bucket)
+        results.append(forward_and_grads(model, True))
+    (out_1, grads_1), (out_64, grads_64) = results
+    torch.testing.assert_close(out_64.mlm_logits, out_1.mlm_logits, atol=1e-6, rtol=1e-5)
+    for name, grad in grads_1.items():
+        torch.testing.assert_close(grads_64[name], grad, atol=1e-6, rtol=1e-5, msg=name)
 
 
 def test_read_rows_lists_each_sequences_rows_in_order():
@@ -101,6 +118,10 @@ def test_read_rows_lists_each_sequences_rows_in_order():
     assert rows.cls.tolist() == [True, False, False, True, True]
     no_cls = ReadRows.of(masked, with_cls=False)
     assert no_cls.index[no_cls.keep].tolist() == [2, 4, 0] and not no_cls.cls.any()
+    # the same rows as padded indices: into the (B M) picked rows, then into the kept ones
+    assert rows.kept.shape == (SPARSE_ROW_BUCKET,) and rows.kept[:5].tolist() == [0, 1, 2, 3, 6]
+    assert rows.n_masked == 3 and rows.masked_rows[:3].tolist() == [1, 2, 4]
+    assert rows.cls_rows.tolist() == [0, 3, 4]
 
 
 def test_nothing_masked_gives_empty_logits_as_the_dense_path_does():

@@ -15,7 +15,8 @@ from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.errors import ConfigError
 from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
 from bertviz_lab.pretrain.data import Batch
-from bertviz_lab.pretrain.loop import BatchLosses, StepTotals, Trainer
+from bertviz_lab.pretrain.loop import Trainer
+from bertviz_lab.pretrain.totals import BatchLosses, StepTotals
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = ("tokens_per_s", "elapsed")

@@ -28,17 +28,30 @@ from bertviz_lab.bert.ops import PackedWeightCache, dropout, fused_linear
 from bertviz_lab.bert.ops import linear as ops_linear
 
 
+# The sparse rows padded to a multiple of this: their count moves with every batch's masking, and the CPU's
+# matrix products build a kernel per shape (oneDNN's, behind F.linear and torch.mm too), several ms each; the
+# classroom preset took 79 ms a step with a new count each step and 45 ms with the shapes known.
+SPARSE_ROW_BUCKET = 64
+
+
 @dataclass
 class ReadRows:
     """The rows of a (B, T) batch the heads read: the masked positions and, for the pooler, [CLS].
     `index` (B, M): each sequence's read positions in order, then unread ones as padding (M: the most any
     sequence reads); `keep` (B, M): the real entries. Over the N' kept entries, in (sequence, position)
-    order, `masked` and `cls` (N',) say which are masked positions and which are [CLS]."""
+    order, `masked` and `cls` (N',) say which are masked positions and which are [CLS].
+    For the computation the same rows as indices padded to a multiple of SPARSE_ROW_BUCKET (repeating
+    entry 0, whose copies nothing reads): `kept` (N'',) into the (B M) picked rows, `masked_rows` (into
+    the N'' rows; the first `n_masked` are real) and `cls_rows` (B,), or (0,) without [CLS]."""
 
     index: torch.Tensor
     keep: torch.Tensor
     masked: torch.Tensor
     cls: torch.Tensor
+    kept: torch.Tensor
+    masked_rows: torch.Tensor
+    cls_rows: torch.Tensor
+    n_masked: int
 
     @classmethod
     def of(cls, masked_positions: torch.Tensor, with_cls: bool) -> ReadRows:
@@ -48,7 +61,16 @@ class ReadRows:
         M = max(int(counts.max()), 1)
         index = torch.sort((~read).to(torch.uint8), dim=1, stable=True).indices[:, :M]  # read first, in order
         keep = torch.arange(M, device=read.device) < counts[:, None]
-        return cls(index, keep, masked_positions.gather(1, index)[keep], (index == 0)[keep] & with_cls)
+        masked, is_cls = masked_positions.gather(1, index)[keep], (index == 0)[keep] & with_cls
+        masked_rows = _padded(masked.nonzero().squeeze(1))
+        return cls(index, keep, masked, is_cls, _padded(keep.flatten().nonzero().squeeze(1)), masked_rows,
+                   is_cls.nonzero().squeeze(1), int(masked.sum()))
+
+
+def _padded(index: torch.Tensor) -> torch.Tensor:
+    """index (n,) padded with zeros to a multiple of SPARSE_ROW_BUCKET (at least one bucket)."""
+    extra = -index.numel() % SPARSE_ROW_BUCKET or (SPARSE_ROW_BUCKET if not index.numel() else 0)
+    return F.pad(index, (0, extra)) if extra else index
 
 
 def forward(model: nn.Module, input_ids: torch.Tensor, token_type_ids: torch.Tensor, options: AttentionOptions, *,
@@ -86,7 +108,8 @@ def encoder_layer(layer: nn.Module, x: torch.Tensor, options: AttentionOptions):
 
 
 def layer_rows(layer: nn.Module, x: torch.Tensor, rows: ReadRows, options: AttentionOptions) -> torch.Tensor:
-    """encoder_layer's output at the rows `rows` picks only, (N', d): every key and value, fewer queries."""
+    """encoder_layer's output at the rows `rows` picks only, (N'', d): every key and value, fewer queries
+    (the kept rows, padded to a bucket)."""
     attn = layer.attention.self
     B, T, d = x.shape
     M = rows.index.shape[1]
@@ -98,7 +121,8 @@ def layer_rows(layer: nn.Module, x: torch.Tensor, rows: ReadRows, options: Atten
     if visible is not None and visible.shape[2] > 1:  # a row per query (causal): the picked queries' rows
         visible = visible.expand(B, 1, T, T).gather(2, rows.index[:, None, :, None].expand(B, 1, M, T))
     context, _ = attention(q, k, v, replace(options, visible=visible))  # (B, H, M, D)
-    a = _add_norm(layer.attention.output, merge_heads(context)[rows.keep], picked[rows.keep])  # (N', d)
+    flat = lambda t: t.reshape(B * M, d)[rows.kept]  # noqa: E731  (B, M, d) -> (N'', d)
+    a = _add_norm(layer.attention.output, flat(merge_heads(context)), flat(picked))  # (N'', d)
     return _feed_forward(layer, a)
 
 
@@ -162,10 +186,11 @@ def _heads(model: nn.Module, x: torch.Tensor, masked_positions, hidden, trace, e
 
 
 def _sparse_heads(model: nn.Module, x: torch.Tensor, rows: ReadRows, hidden) -> dict:
-    """The heads on the last layer's read rows x (N', d): the logits `_heads` gives at them."""
+    """The heads on the last layer's read rows x (N'', d): the logits `_heads` gives at them."""
     pooler = model.bert.pooler
-    pooled = _pool(pooler, x[rows.cls]) if pooler is not None else None  # (B, d)
-    return dict(mlm_logits=mlm_head(model, x[rows.masked]) if model.has_mlm else None,  # (N, V)
+    pooled = _pool(pooler, x[rows.cls_rows]) if pooler is not None else None  # (B, d)
+    mlm = mlm_head(model, x[rows.masked_rows])[:rows.n_masked] if model.has_mlm else None  # (N, V)
+    return dict(mlm_logits=mlm,
                 nsp_logits=linear(model.cls.seq_relationship, pooled) if model.has_nsp else None,
                 hidden_states=hidden, pooled=pooled, trace=None)
 

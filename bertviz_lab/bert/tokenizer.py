@@ -278,7 +278,8 @@ class WordPieceTokenizer:
                 self.encode(a, b, max_length)  # raises the sentence `encode` would
             left = dict(zip((0, 1), _keep_lengths(seq.count(0), seq.count(1), max_length - seq.count(None))))
             keep = [i for i, s in enumerate(seq) if s is None or _take(left, s)]  # each text cut from its end
-            out.append(([full.ids[i] for i in keep], [full.type_ids[i] for i in keep]))
+            ids, types = full.ids, full.type_ids  # each read copies the whole list out of the Rust encoding
+            out.append(([ids[i] for i in keep], [types[i] for i in keep]))
         return out
 
     def _prepare(self, text: str) -> str:
@@ -291,16 +292,15 @@ class WordPieceTokenizer:
         return _TYPED_MASK.sub(MASK, text) if self.lowercase else text
 
     def _select(self, full: RawEncoding, keep: list[int], truncated: int) -> Encoding:
-        ids = [full.ids[i] for i in keep]
-        seq = [full.sequence_ids[i] for i in keep]
-        words = [full.word_ids[i] for i in keep]
+        # each of full's fields is copied out of the Rust encoding whole at every read: read each once
+        pick = lambda values: [values[i] for i in keep]  # noqa: E731
+        ids, seq, words = pick(full.ids), pick(full.sequence_ids), pick(full.word_ids)
         # tokenizers restarts word numbering in B; continue it after A's last word.
         shift = 1 + max((w for w, s in zip(words, seq) if s == 0 and w is not None), default=-1)
         words = [w + shift if s == 1 and w is not None else w for w, s in zip(words, seq)]
         return Encoding(
             tokens=[self._vocab[i] for i in ids], ids=ids,
-            segment_ids=[full.type_ids[i] for i in keep],
-            offsets=[tuple(full.offsets[i]) for i in keep],
+            segment_ids=pick(full.type_ids), offsets=[tuple(o) for o in pick(full.offsets)],
             sequence_ids=seq, word_ids=words, truncated=truncated)
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:

@@ -2,11 +2,13 @@
 
 `Trainer.run()` is a generator: the `train` command (`process.py`, which the app starts in the background),
 `publish.py`, the benchmarks and the tests all drive this one loop and receive the same records. The losses are those
-of `bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as `EvalTotals`, and each becomes a
+of `bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as `EvalTotals` (totals.py), and each
+becomes a
 `Metrics` record (bertviz_lab/metrics.py, the names fine-tuning writes too). With a run folder it
 also writes checkpoints (see `checkpoints.py`), each with a snapshot of the probe set (`snapshots.py`, a record of
 kind "snapshot"); a NaN or inf loss (or one far above chance) stops the run as "diverged" without overwriting the last
 good checkpoint. Under `torchrun` it trains with DDP: each rank draws its own batches, rank 0 evaluates and writes.
+In `run` the training batches come from supply.py: kept from an earlier run or shipped, or made here.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import math
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import torch
@@ -23,103 +24,20 @@ import torch.distributed as dist
 
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.device import resolve_device, to_device
-from bertviz_lab.bert.losses import IGNORE_INDEX, mlm_cross_entropy, nsp_cross_entropy
+from bertviz_lab.bert.fused import masked_lm_loss
+from bertviz_lab.bert.losses import IGNORE_INDEX, nsp_cross_entropy
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.ops import adamw
 from bertviz_lab.bert.precision import autocast_dtype, loss_scaler
-from bertviz_lab.metrics import EVAL, TRAIN, Metrics
-from bertviz_lab.pretrain import checkpoints, snapshots
+from bertviz_lab.metrics import TRAIN, Metrics
+from bertviz_lab.pretrain import batch_cache, checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
 from bertviz_lab.pretrain.corpus_setup import build_corpus
-from bertviz_lab.pretrain.data import Batch, make_batch
+from bertviz_lab.pretrain.data import Batch, batch_maker
+from bertviz_lab.pretrain.supply import BatchSupply
+from bertviz_lab.pretrain.totals import BatchLosses, EvalTotals, StepTotals
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1
-
-
-@dataclass
-class BatchLosses:
-    """One forward pass: the losses to train on and what the metrics count (all on the device)."""
-    mlm_loss: torch.Tensor  # () mean over the masked positions, differentiable
-    mlm_logits: torch.Tensor  # (N, V) float32, detached: one row per masked position
-    mlm_targets: torch.Tensor  # (N,) the true token ids
-    nsp_loss: torch.Tensor | None = None  # () mean over the pairs, differentiable; None without NSP
-    nsp_correct: torch.Tensor | None = None  # () pairs whose IsNext/NotNext guess is right
-
-    @property
-    def loss(self) -> torch.Tensor:
-        """BERT's objective: MLM loss plus NSP loss."""
-        return self.mlm_loss if self.nsp_loss is None else self.mlm_loss + self.nsp_loss
-
-
-@dataclass
-class StepTotals:
-    """One optimizer step's metric sums over its micro-batches (and, after `all_reduce`, over ranks).
-
-    While the step runs the losses and hit counts stay device tensors, so counting costs no host sync;
-    `packed()` stacks the fields into one tensor, which DDP sums in one all_reduce and the record reads
-    in one .tolist(); `unpacked()` builds back."""
-    mlm_loss: torch.Tensor | float = 0.0  # sum of the micro-batches' mean MLM losses
-    nsp_loss: torch.Tensor | float = 0.0  # the same for NSP; 0 without NSP
-    mlm_correct: torch.Tensor | float = 0  # masked positions whose top guess is the true token
-    masked: float = 0  # masked positions seen
-    nsp_correct: torch.Tensor | float = 0  # pairs whose IsNext/NotNext guess is right
-    pairs: float = 0  # sequences seen
-    tokens: float = 0  # real (non-padding) tokens seen
-
-    def add(self, out: BatchLosses, batch: Batch) -> None:
-        self.mlm_loss = self.mlm_loss + out.mlm_loss.detach()
-        self.mlm_correct = self.mlm_correct + (out.mlm_logits.argmax(-1) == out.mlm_targets).sum()
-        self.masked += out.mlm_targets.numel()
-        self.pairs += len(batch.input_ids)
-        self.tokens += batch.tokens
-        if out.nsp_loss is not None:
-            self.nsp_loss = self.nsp_loss + out.nsp_loss.detach()
-            self.nsp_correct = self.nsp_correct + out.nsp_correct
-
-    def packed(self, device: torch.device) -> torch.Tensor:
-        """(7,) float32 on `device`, in field order."""
-        return torch.stack([torch.as_tensor(v, dtype=torch.float32, device=device) for v in astuple(self)])
-
-    @classmethod
-    def unpacked(cls, values: list[float]) -> StepTotals:
-        """From `packed(...).tolist()`: every field a Python float."""
-        return cls(*values)
-
-    @staticmethod
-    def all_reduce(packed: torch.Tensor, world: int) -> None:
-        """Sum a packed tensor over the ranks in place; the losses, each rank's own mean, are averaged."""
-        dist.all_reduce(packed)
-        packed[:2] /= world  # mlm_loss, nsp_loss: the first two fields
-
-
-@dataclass
-class EvalTotals:
-    """Held-out sums over the evaluation batches, in Python numbers (evaluation is not the hot path)."""
-    mlm_loss: float = 0.0  # sum of -log p over masked positions (each batch's mean times its count)
-    top1: int = 0  # masked positions whose top guess is the true token
-    top5: int = 0  # ... whose five best guesses include it
-    masked: int = 0
-    nsp_loss: float = 0.0  # sum of -log p(label) over pairs
-    nsp_correct: int = 0
-    pairs: int = 0  # sentence pairs scored for NSP
-
-    def add(self, out: BatchLosses, pairs: int) -> None:
-        n = out.mlm_targets.numel()
-        top5 = out.mlm_logits.topk(min(5, out.mlm_logits.shape[-1]), dim=-1).indices  # (N, 5)
-        hits = top5 == out.mlm_targets[:, None]  # (N, 5)
-        self.mlm_loss += float(out.mlm_loss) * n
-        self.top1 += int(hits[:, 0].sum())
-        self.top5 += int(hits.any(-1).sum())
-        self.masked += n
-        if out.nsp_loss is not None:
-            self.nsp_loss += float(out.nsp_loss) * pairs
-            self.nsp_correct += int(out.nsp_correct)
-            self.pairs += pairs
-
-    def record(self, step: int) -> Metrics:
-        m = max(self.masked, 1)
-        nsp = dict(nsp_loss=self.nsp_loss / self.pairs, nsp_acc=self.nsp_correct / self.pairs) if self.pairs else {}
-        return Metrics(EVAL, step, loss=self.mlm_loss / m, acc=self.top1 / m, top5=self.top5 / m, **nsp)
 
 
 class Loop:
@@ -205,7 +123,7 @@ class Trainer(Loop):
         if self.device.type == "cuda" and self.world > 1:  # one GPU per rank, chosen by distributed.session
             self.device = torch.device("cuda", torch.cuda.current_device())
         self._use_threads()
-        self.stop_requested = False
+        self.stop_requested, self.keep_batches, self._supply = False, True, None
         self._held_out: dict[tuple[int, int], Batch] = {}
         self.corpus = build_corpus(cfg, self.run_dir if self.rank == 0 else None)
         self.tokenizer = self.corpus.tokenizer
@@ -227,17 +145,49 @@ class Trainer(Loop):
             torch.manual_seed(cfg.seed + 1000 * self.rank)  # each rank its own dropout masks
 
     def batch(self, step: int, micro: int = 0, stream: int = TRAIN_STREAM) -> Batch:
-        """A pure function of (seed, step, micro-batch, rank, stream); a held-out batch is made once."""
+        """A pure function of (seed, step, micro-batch, rank, stream); a held-out batch is made once. In `run`
+        the training batches come from supply.py: kept by an earlier run or shipped, or made here."""
         if (step, stream) in self._held_out:
             return self._held_out[(step, stream)]
-        source = self.corpus.train if stream == TRAIN_STREAM else self.corpus.held_out
-        batch = make_batch(source, self.tokenizer, step=step * self.cfg.grad_accum + micro,
-                           batch_size=self.cfg.batch_size, seq_len=self.cfg.seq_len, nsp=self.cfg.nsp,
-                           mask_rate=self.cfg.mask_rate, random_tokens=self.cfg.random_tokens, rank=self.rank,
-                           stream=stream).to(self.device)
+        index = step * self.cfg.grad_accum + micro
+        supplied = stream == TRAIN_STREAM and self._supply is not None
+        batch = (self._supply.get(index) if supplied else self.batches(stream)(index)).to(self.device)
         if stream != TRAIN_STREAM:  # the same at every evaluation
             self._held_out[(step, stream)] = batch
         return batch
+
+    def batches(self, stream: int = TRAIN_STREAM):
+        """The stream's batch of each micro-batch index (step * grad_accum + micro): data.batch_maker."""
+        return batch_maker(self.corpus.train if stream == TRAIN_STREAM else self.corpus.held_out, self.tokenizer,
+                           batch_size=self.cfg.batch_size, seq_len=self.cfg.seq_len, nsp=self.cfg.nsp,
+                           mask_rate=self.cfg.mask_rate, random_tokens=self.cfg.random_tokens, rank=self.rank,
+                           stream=stream)
+
+    def run(self) -> Iterator[dict]:
+        """Loop.run, with the training batches from supply.py: kept by an earlier run or shipped (`self.keep_batches`),
+        or made here."""
+        cfg, accum = self.cfg, self.cfg.grad_accum
+        keep = (self.keep_batches and cfg.corpus == "builtin"
+                and batch_cache.fits(cfg.steps * accum, cfg.batch_size, cfg.seq_len))
+        self._supply = BatchSupply(self.batches(), self.step * accum, cfg.steps * accum,
+                                   name=self.batch_file_name() if keep else None, seq_len=cfg.seq_len,
+                                   batch_size=cfg.batch_size, vocab_size=self.tokenizer.vocab_size)
+        supply = self._supply
+        try:
+            for record in super().run():
+                if record["kind"] == "end":  # kept before the last record: its reader need not ask for more
+                    supply.close(keep=True)
+                yield record
+        finally:
+            self._supply = None
+            supply.close(keep=False)
+
+    def batch_file_name(self) -> str:
+        """The name of the file that keeps this run's training batches (batch_cache.py)."""
+        cfg = self.cfg
+        return batch_cache.key(seed=cfg.seed, rank=self.rank, vocabulary=self.tokenizer.vocab,
+                               batch_size=cfg.batch_size, seq_len=cfg.seq_len, nsp=cfg.nsp, mask_rate=cfg.mask_rate,
+                               random_tokens=cfg.random_tokens)
 
     def losses(self, model, batch: Batch) -> BatchLosses:
         """Forward one batch with the MLM head, and the last layer, only at the rows the losses read."""
@@ -247,7 +197,8 @@ class Trainer(Loop):
                         sparse_last_layer=True)
         targets = batch.labels[selected]  # (N,)
         logits = out.mlm_logits.float()  # (N, V)
-        result = BatchLosses(mlm_cross_entropy(logits, targets), logits.detach(), targets)
+        loss, guesses = masked_lm_loss(logits, targets)  # mlm_cross_entropy and argmax, fused (bert/fused.py)
+        result = BatchLosses(loss, logits.detach(), targets, mlm_guesses=guesses)
         if batch.nsp_labels is not None:
             nsp_logits = out.nsp_logits.float()  # (B, 2)
             result.nsp_loss = nsp_cross_entropy(nsp_logits, batch.nsp_labels)

@@ -1,0 +1,20 @@
+"""bench.class_wait on a few steps: it runs the train command, times each phase, and its figures agree."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_short_preset_run_prints_its_runs_phases_and_median():
+    out = subprocess.run([sys.executable, "-m", "bench.class_wait", "--runs", "2", "--steps", "4", "--threads", "1"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=True).stdout
+    runs = [float(s) for s in re.findall(r"run \d: +([\d.]+) s", out)]
+    assert len(runs) == 2 and all(0 < s < 120 for s in runs)
+    assert re.search(r"held-out loss [\d.]+ at step 4 +\d+ checkpoints", out)
+    phases = dict(re.findall(r"^  (\S.*?) +([\d.]+) s$", out, re.M))
+    assert {"imports", "steps: the model", "steps: making the batches", "evaluation", "checkpoint writes"} <= set(phases)
+    median = float(re.search(r"preset run: median ([\d.]+) s", out).group(1))
+    assert min(runs) <= median <= max(runs)
