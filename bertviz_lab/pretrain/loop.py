@@ -2,9 +2,9 @@
 
 `Trainer.run()` is a generator: the `train` command (`process.py`, which the app starts in the background),
 `publish.py`, the benchmarks and the tests all drive this one loop and receive the same records. The losses are those
-of `bert/losses.py`; a step's metric sums travel as `StepTotals`, held-out ones as `EvalTotals` (totals.py), and each
-becomes a
-`Metrics` record (bertviz_lab/metrics.py, the names fine-tuning writes too). With a run folder it
+of `bert/losses.py` (the MLM loss fused with its accuracy, `bert/fused.py`); a step's metric sums travel as
+`StepTotals`, held-out ones as `EvalTotals` (totals.py), and each becomes a `Metrics` record
+(bertviz_lab/metrics.py, the names fine-tuning writes too). With a run folder it
 also writes checkpoints (see `checkpoints.py`), each with a snapshot of the probe set (`snapshots.py`, a record of
 kind "snapshot"); a NaN or inf loss (or one far above chance) stops the run as "diverged" without overwriting the last
 good checkpoint. Under `torchrun` it trains with DDP: each rank draws its own batches, rank 0 evaluates and writes.
