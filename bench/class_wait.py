@@ -39,10 +39,9 @@ def command_run(threads: int, steps: int) -> dict:
     """One `train` command from a fresh folder: its wall time, peak memory, bytes written, last records."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", ""))
         start = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(run_dir),
-                                  "--threads", str(threads), "--steps", str(steps)], stdout=subprocess.DEVNULL, env=env)
+                                  "--threads", str(threads), "--steps", str(steps)], stdout=subprocess.DEVNULL)
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)

@@ -69,7 +69,7 @@ class ReadRows:
 
 def _padded(index: torch.Tensor) -> torch.Tensor:
     """index (n,) padded with zeros to a multiple of SPARSE_ROW_BUCKET (at least one bucket)."""
-    extra = -index.numel() % SPARSE_ROW_BUCKET or (SPARSE_ROW_BUCKET if not index.numel() else 0)
+    extra = -index.numel() % SPARSE_ROW_BUCKET if index.numel() else SPARSE_ROW_BUCKET
     return F.pad(index, (0, extra)) if extra else index
 
 

@@ -117,9 +117,7 @@ def save(path: Path, packed: list[dict[str, np.ndarray]], compressed: bool = Fal
     files past MAX_FILES. A disk that refuses (full, read-only) loses only the time the next run could save.
     Uncompressed (11 MB for the classroom preset, written in a blink at the run's end) unless `compressed`
     (3 MB, half a second: the shipped file)."""
-    arrays = {name: np.concatenate([p[name] for p in packed]) for name in FIELDS}
-    if arrays["ids"].dtype != arrays["labels"].dtype or len({p["ids"].dtype for p in packed}) > 1:
-        arrays["ids"], arrays["labels"] = arrays["ids"].astype(np.int32), arrays["labels"].astype(np.int32)
+    arrays = {name: np.concatenate([p[name] for p in packed]) for name in FIELDS}  # int16 with int32: int32
     with contextlib.suppress(OSError):
         with atomic.atomic_path(path) as tmp, open(tmp, "wb") as f:
             (np.savez_compressed if compressed else np.savez)(f, **arrays)
