@@ -2,6 +2,8 @@
 
     .venv/bin/python -m bench.class_wait [--runs 3] [--threads 2] [--steps 600]
 
+`--threads 0` runs it as the Start button does: every core no other program is using (pretrain/threads.py).
+
 1. `python -m bertviz_lab train --run-dir D --threads 2` (the classroom preset: 600 steps, 2 layers of
    128, batches of 128 pairs of 32 tokens) from a fresh folder, `--runs` times, each timed from the
    command's start to its exit, as a teacher sees it: `preset run: median N s`. Each run also gives the
@@ -110,11 +112,13 @@ def main() -> None:
     runs = [command_run(args.threads, args.steps) for _ in range(args.runs)]
     start = python_seconds("pass")
     imports = python_seconds("import bertviz_lab.cli, bertviz_lab.pretrain.process") - start
-    torch.set_num_threads(args.threads)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     spent, total = timed_phases(args.threads, args.steps)
     steps = spent["steps"] - spent["batches"]
-    print(f"classroom preset, `python -m bertviz_lab train --run-dir D --threads {args.threads} --steps {args.steps}`, "
-          f"{args.runs} runs, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores")
+    start_button = " (the Start button's: every free core)" if args.threads == 0 else ""
+    print(f"classroom preset, `python -m bertviz_lab train --run-dir D --threads {args.threads} --steps {args.steps}`"
+          f"{start_button}, {args.runs} runs, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores")
     for i, run in enumerate(runs, 1):
         last = run["last_eval"]
         print(f"  run {i}: {run['seconds']:5.1f} s   held-out loss {last['loss']:.3f} at step {last['step']}   "

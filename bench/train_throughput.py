@@ -10,12 +10,17 @@ transformers (above 1 = we are faster; issue 17's goal: 2.0), the share of our s
 (the same step without it is timed alongside) and the time of our step spent in matrix products
 (torch.profiler, one step): the ratio could be no higher than the baseline's step over that time.
 
-    .venv/bin/python -m bench.train_throughput [--rounds 12]
+    .venv/bin/python -m bench.train_throughput [--rounds 12] [--threads 2]
+
+`--threads 0` times each side as it runs by default: ours on the trainer's threads 0 (every core no other
+program is using, looked at each second: pretrain/threads.py), transformers on torch's default (every core).
+Beside a program that keeps a core busy this compares the two defaults, not the two steps' code.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -83,7 +88,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    pin_threads(args.threads)
+    if args.threads:
+        pin_threads(args.threads)
     batch = fixed_batch(CONFIG, B, T)
     trainer = Trainer(TrainConfig(preset="mini", seq_len=T, batch_size=B, steps=10**6, warmup=0, lr=1e-4,
                                   threads=args.threads, device="cpu", precision="fp32"), model_config=CONFIG)
@@ -93,12 +99,16 @@ def main() -> None:
     still = Trainer(trainer.cfg, model_config=no_dropout)
     still.batch = trainer.batch
     steps = {"ours": trainer.train_step, "ours, no dropout": still.train_step}
+    if not args.threads:  # each side its default threads before each of its steps: one process, one setting
+        for name, step in steps.items():
+            steps[name] = lambda step=step, t=trainer.threads: (torch.set_num_threads(t.update()), step())
     clocks = {"ours": PhaseClock(trainer.model, trainer.optimizer),
               "ours, no dropout": PhaseClock(still.model, still.optimizer)}
     for impl in ("eager", "sdpa"):
         hf = hf_twin(trainer.model, impl).train()
         opt = hf_adamw(hf, 0.01, 1e-4)
-        steps[f"transformers-{impl}"] = lambda hf=hf, opt=opt: hf_train_step(hf, opt, batch)
+        steps[f"transformers-{impl}"] = lambda hf=hf, opt=opt: (
+            args.threads or torch.set_num_threads(os.cpu_count() or 1), hf_train_step(hf, opt, batch))
         clocks[f"transformers-{impl}"] = PhaseClock(hf, opt)
     for step in steps.values():  # warm up allocators and kernels
         step(), step()
@@ -110,14 +120,16 @@ def main() -> None:
     # Each round times the contenders back to back, so a per-round ratio cancels slow drifts
     # in machine load; the median of those is the figure quoted.
     ratio = median_ratio(ms[faster], ms["ours"])
-    print(f"training step, batch {B}x{T}, vocab 8192, 4x256, fp32, {args.threads} threads, {args.rounds} rounds "
+    threads = (f"{args.threads} threads" if args.threads else
+               f"threads as each runs by default (ours used {trainer.threads.describe()}; transformers {os.cpu_count()})")
+    print(f"training step, batch {B}x{T}, vocab 8192, 4x256, fp32, {threads}, {args.rounds} rounds "
           "(medians; ratio: median of per-round ratios)")
     for name, clock in clocks.items():
         print(f"  {name:<20} {B * T / statistics.median(ms[name]) * 1000:6.0f} tokens/s   {clock.summary()}")
     print(f"ratio ours / {faster} = {ratio:.2f} (goal >= {GOAL}: {'met' if ratio >= GOAL else 'MISSED'})")
     print(f"dropout: {1 - 1 / median_ratio(ms['ours'], ms['ours, no dropout']):.0%} of our step (ours / ours without "
           "dropout, median of per-round ratios)")
-    products, step_ms = matmul_ms(trainer.train_step)
+    products, step_ms = matmul_ms(steps["ours"])  # on its own threads
     print(f"ours: matrix products {products:.0f} of {step_ms:.0f} ms ({products / step_ms:.0%}, torch.profiler, one "
           f"step); the rest (dropout, GELU, softmax, the loss, LayerNorm) is what limits the ratio: at no cost it "
           f"would be {statistics.median(ms[faster]) / products:.2f}")

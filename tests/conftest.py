@@ -125,6 +125,17 @@ def batch_cache_in_a_temporary_folder(tmp_path_factory):
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def runs_on_fixed_threads():
+    """Runs on threads 0 take a fixed number of threads (pretrain/threads.py's BERTVIZ_THREADS: one, what 0 gave on
+    these 2-core machines before it watched the load), not whatever cores the machine has free: a test compares
+    two runs bit for bit, and the thread count changes the last bits. In the environment, so the commands tests
+    start inherit it; tests/test_threads.py unsets it to test watching the machine."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BERTVIZ_THREADS", "1")
+        yield
+
+
 @pytest.fixture
 def tiny_config() -> BertConfig:
     return BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

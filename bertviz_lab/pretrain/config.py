@@ -94,14 +94,14 @@ class TrainConfig:
     checkpoint_every: int = 100
     seed: int = 0
     device: str = "auto"
-    threads: int = 0  # CPU threads; 0 = all cores but one (the app stays responsive)
+    threads: int = 0  # CPU threads; 0 = every core no other program is using (threads.py)
     precision: str = "auto"  # bf16 autocast on CUDA; on CPU only where measured faster
 
     def __post_init__(self) -> None:
         for name, (low, high) in INT_LIMITS.items():
             self._set(name, whole_number(name, getattr(self, name), low, high))
         self._set("threads", whole_number("threads", self.threads, 0, max_threads(),
-                                    "0 (all cores but one) to {high:,} (this machine's cores)"))
+                                    "0 (every free core) to {high:,} (this machine's cores)"))
         for name, (low, high) in SHAPE_LIMITS.items():
             if getattr(self, name) is not None:
                 self._set(name, whole_number(name, getattr(self, name), low, high, "{low:,} to {high:,} (BERT-Large)"))

@@ -35,6 +35,7 @@ from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
 from bertviz_lab.pretrain.corpus_setup import build_corpus
 from bertviz_lab.pretrain.data import Batch, batch_maker
 from bertviz_lab.pretrain.supply import BatchSupply
+from bertviz_lab.pretrain.threads import Threads
 from bertviz_lab.pretrain.totals import BatchLosses, EvalTotals, StepTotals
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1
@@ -48,9 +49,13 @@ class Loop:
     None when stopped between micro-batches), evaluate (a `Metrics`) and save. The fine-tuning loop
     (finetune/loop.py) is one. Metrics travel as their `record()`, like the other records."""
 
-    def _use_threads(self) -> None:  # on the CPU, cfg.threads threads (0: all cores but one, one left for the app)
+    def _use_threads(self) -> None:
+        """On the CPU, cfg.threads threads; 0: every core no other program is using, looked at again each second
+        (threads.py), or under torchrun all cores but one for each rank."""
+        self.threads = None
         if self.device.type == "cpu":
-            torch.set_num_threads(self.cfg.threads or max(1, (os.cpu_count() or 2) - 1))
+            fixed = self.cfg.threads or (max(1, (os.cpu_count() or 2) - 1) if self.world > 1 else 0)
+            self.threads = Threads(fixed)
 
     def _make_optimizer(self) -> None:
         """BERT's recipe over the model's trainable parameters: AdamW (betas 0.9/0.999, eps 1e-6, no decay on
@@ -95,6 +100,8 @@ class Loop:
                 yield {"kind": "end", "status": "stopped", "step": self.step,
                        "message": f"stopped at step {self.step} of {self.cfg.steps}"}
                 return
+            if self.threads is not None:
+                self.threads.update()
             done = self.train_step()
             if done is None:  # stopped between micro-batches: the check above saves the last whole step
                 continue
@@ -278,6 +285,7 @@ class Trainer(Loop):
     def card(self) -> dict:
         return {"trained_by": "bertviz_lab", "corpus": self.corpus.description, "steps": self.step,
                 "train_config": self.cfg.to_dict(), "device": str(self.device),
+                **({"cpu_threads": self.threads.describe()} if self.threads else {}),
                 "training_seconds": round(self.elapsed, 1)}
 
     def _rng_state(self) -> tuple:

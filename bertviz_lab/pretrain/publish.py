@@ -81,7 +81,7 @@ def publish(run_dir, target, eval_batches: int = 32) -> dict:
         **trainer.card(),
         "held_out": {"batches": eval_batches, "pairs": eval_batches * cfg.batch_size,
                      **{CARD_NAMES[k]: round(v, 4) for k, v in held_out.record().items() if k in CARD_NAMES}},
-        "hardware": f"{cpu_name()}, {cfg.threads or max(1, (os.cpu_count() or 2) - 1)} threads"
+        "hardware": f"{cpu_name()}, {f'{cfg.threads} threads' if cfg.threads else 'threads: every free core'}"
                     f" ({os.cpu_count()} cores), torch {torch.__version__}",
         "device": _trained_on(run_dir),
         # as the run was started (publishing itself always runs on CPU), every setting spelled out,

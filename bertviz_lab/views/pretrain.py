@@ -82,7 +82,7 @@ FORM = forms.Form((forms.Grid(forms.MAIN, 4), forms.Grid(ADVANCED, 3, fold="Adva
     _whole("eval_every", "Evaluate every", "Steps between held-out evaluations.", ADVANCED),
     _whole("eval_batches", "Held-out batches", "Batches per held-out evaluation.", ADVANCED),
     _whole("checkpoint_every", "Checkpoint every", "Steps between checkpoints (the probe reads the newest).", ADVANCED),
-    _whole("threads", "CPU threads", "0 = all cores but one, so the app stays responsive.", ADVANCED),
+    _whole("threads", "CPU threads", "0 = every core no other program is using, looked at each second: the app stays responsive.", ADVANCED),
     _decimal("grad_clip", "Gradient clip", "Largest global gradient norm; 0 = off.", 0.5, "%.2f", ADVANCED),
     _whole("grad_accum", "Gradient accumulation", "Micro-batches per optimizer step.", ADVANCED),
     _whole("vocab_size", "Vocabulary size", "WordPiece size when training on your own text.", ADVANCED),
