@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from bertviz_lab.pretrain import process
+from bertviz_lab.pretrain import process, threads
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import TRAIN_STREAM, Trainer
 
@@ -116,7 +116,9 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     spent, total = timed_phases(args.threads, args.steps)
     steps = spent["steps"] - spent["batches"]
-    start_button = " (the Start button's: every free core)" if args.threads == 0 else ""
+    fixed = os.environ.get(threads.FIXED_ENV)
+    start_button = "" if args.threads else (f" (the Start button's; {threads.FIXED_ENV}={fixed} fixes it)" if fixed
+                                            else " (the Start button's: every free core)")
     print(f"classroom preset, `python -m bertviz_lab train --run-dir D --threads {args.threads} --steps {args.steps}`"
           f"{start_button}, {args.runs} runs, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores")
     for i, run in enumerate(runs, 1):

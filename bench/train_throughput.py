@@ -13,14 +13,13 @@ transformers (above 1 = we are faster; issue 17's goal: 2.0), the share of our s
     .venv/bin/python -m bench.train_throughput [--rounds 12] [--threads 2]
 
 `--threads 0` times each side as it runs by default: ours on the trainer's threads 0 (every core no other
-program is using, looked at each second: pretrain/threads.py), transformers on torch's default (every core).
+program is using, looked at each second: pretrain/threads.py), transformers on torch's default.
 Beside a program that keeps a core busy this compares the two defaults, not the two steps' code.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -88,6 +87,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    default_threads = torch.get_num_threads()  # torch's own choice, before anything here changes it
     if args.threads:
         pin_threads(args.threads)
     batch = fixed_batch(CONFIG, B, T)
@@ -108,7 +108,7 @@ def main() -> None:
         hf = hf_twin(trainer.model, impl).train()
         opt = hf_adamw(hf, 0.01, 1e-4)
         steps[f"transformers-{impl}"] = lambda hf=hf, opt=opt: (
-            args.threads or torch.set_num_threads(os.cpu_count() or 1), hf_train_step(hf, opt, batch))
+            args.threads or torch.set_num_threads(default_threads), hf_train_step(hf, opt, batch))
         clocks[f"transformers-{impl}"] = PhaseClock(hf, opt)
     for step in steps.values():  # warm up allocators and kernels
         step(), step()
@@ -121,7 +121,7 @@ def main() -> None:
     # in machine load; the median of those is the figure quoted.
     ratio = median_ratio(ms[faster], ms["ours"])
     threads = (f"{args.threads} threads" if args.threads else
-               f"threads as each runs by default (ours used {trainer.threads.describe()}; transformers {os.cpu_count()})")
+               f"threads as each runs by default (ours used {trainer.threads.describe()}; transformers {default_threads})")
     print(f"training step, batch {B}x{T}, vocab 8192, 4x256, fp32, {threads}, {args.rounds} rounds "
           "(medians; ratio: median of per-round ratios)")
     for name, clock in clocks.items():

@@ -15,7 +15,7 @@ import transformers
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import ConfigError
-from bertviz_lab.pretrain import runs
+from bertviz_lab.pretrain import runs, threads
 from bertviz_lab.pretrain.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,12 +215,16 @@ def test_torchrun_two_processes_on_cpu(tmp_path):
 
 def test_publish_evaluates_and_writes_a_model_card(tmp_path):
     info = runs.start(TrainConfig(**{**SMALL, "steps": 6}), "pub", root=tmp_path / "runs")
-    assert wait(info.path).status == "finished"
+    finished = wait(info.path)
+    assert finished.status == "finished"
+    # the run trained on the tests' one thread (conftest.py); publishing on every core must not change its card
+    everything = {**os.environ, "BERTVIZ_THREADS": str(len(threads.cores()))}
     done = subprocess.run([sys.executable, "-m", "bertviz_lab", "publish", "--run-dir", str(info.path),
                            "--to", str(tmp_path / "shipped"), "--eval-batches", "3"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, env=everything)
     assert done.returncode == 0, done.stderr
     card = load_checkpoint(tmp_path / "shipped").card
+    assert card["cpu_threads"] == "1 thread" == load_checkpoint(finished.checkpoint).card["cpu_threads"]
     held = card["held_out"]
     assert held["pairs"] == 24 and 0 <= held["mlm_top1"] <= held["mlm_top5"] <= 1 and 0 <= held["nsp_acc"] <= 1
     assert card["steps"] == 6 and "threads" in card["hardware"] and "train" in card["command"]

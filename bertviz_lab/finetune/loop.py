@@ -160,6 +160,8 @@ class FineTuner(Loop):
         if resume:
             state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler, loaded=base)
             self.step, self.elapsed = state["step"], state["elapsed"]
+            if self.threads is not None:
+                self.threads.used.update(state["cpu_threads"])
         self.train_set = encode(self.task, self.task.train, self.tokenizer, cfg.seq_len)
         self.dev_set = self.encode_dev(cfg.eval_examples)
 
@@ -224,7 +226,8 @@ class FineTuner(Loop):
 
     def save(self) -> dict:
         path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
-                                step=self.step, elapsed=self.elapsed, card=self.card())
+                                step=self.step, elapsed=self.elapsed, card=self.card(),
+                                threads_used=sorted(self.threads.used) if self.threads else None)
         return {"kind": "checkpoint", "step": self.step, "path": str(path)}
 
     def card(self) -> dict:

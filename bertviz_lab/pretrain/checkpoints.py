@@ -51,7 +51,8 @@ def series(total: int) -> list[int]:
 
 
 def save(run_dir, model, tokenizer, optimizer, scheduler, *, step: int, elapsed: float, card: dict,
-         scaler: torch.amp.GradScaler | None = None) -> Path:
+         scaler: torch.amp.GradScaler | None = None, threads_used: list[int] | None = None) -> Path:
+    """threads_used: the CPU thread counts the run has used so far (threads.py), kept for its resume's card."""
     run_dir = Path(run_dir)
     folder = run_dir / "checkpoints" / f"step-{step:06d}"
     tmp = folder.with_name(f".{folder.name}.tmp")
@@ -64,6 +65,8 @@ def save(run_dir, model, tokenizer, optimizer, scheduler, *, step: int, elapsed:
         state["cuda_rng"] = torch.cuda.get_rng_state(device)
     if scaler is not None and scaler.is_enabled():
         state["scaler"] = scaler.state_dict()
+    if threads_used:
+        state["cpu_threads"] = list(threads_used)
     torch.save(state, tmp / STATE_FILE)
     shutil.rmtree(folder, ignore_errors=True)  # only when re-saving the same step (a resumed stop)
     os.replace(tmp, folder)
@@ -119,8 +122,9 @@ def latest(run_dir) -> Path | None:
 
 def load_latest(run_dir, model, optimizer, scheduler, loaded=None,
                 scaler: torch.amp.GradScaler | None = None) -> dict:
-    """Restore weights, optimizer, scheduler, fp16 loss scale and RNG from the last checkpoint; returns step and
-    time. loaded: that checkpoint, when the caller has already loaded it (for its tokenizer and shape)."""
+    """Restore weights, optimizer, scheduler, fp16 loss scale and RNG from the last checkpoint; returns step,
+    time and the CPU thread counts used so far. loaded: that checkpoint, when the caller has already loaded
+    it (for its tokenizer and shape)."""
     folder = latest(run_dir)
     if folder is None:
         raise CheckpointError(f"{run_dir} has no checkpoint to resume from")
@@ -140,7 +144,9 @@ def load_latest(run_dir, model, optimizer, scheduler, loaded=None,
             torch.cuda.set_rng_state(saved, device)
         if scaler is not None and scaler.is_enabled() and "scaler" in state:
             scaler.load_state_dict(state["scaler"])
-        return {"step": int(state["step"]), "elapsed": float(state["elapsed"])}
+        used = state.get("cpu_threads")  # only what the card shows: anything odd here is dropped, not refused
+        used = [n for n in used if type(n) is int and 0 < n <= 4096] if isinstance(used, list) else []
+        return {"step": int(state["step"]), "elapsed": float(state["elapsed"]), "cpu_threads": used}
     except (KeyError, IndexError, RuntimeError, TypeError, ValueError, AttributeError) as exc:
         raise CheckpointError(f"cannot resume: {folder.name}/{STATE_FILE} does not hold a trainer's state "
                               f"({type(exc).__name__}: {str(exc)[:200]})") from None

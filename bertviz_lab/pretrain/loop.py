@@ -44,18 +44,19 @@ TRAIN_STREAM, EVAL_STREAM = 0, 1
 class Loop:
     """What every training loop shares: run to the last step, yielding records; stop and save on request.
 
-    A subclass has cfg (steps, eval_every, checkpoint_every), step, elapsed, rank, world, device, run_dir
-    and stop_requested, and defines train_step (the step's `Metrics` and False once its loss diverged, or
-    None when stopped between micro-batches), evaluate (a `Metrics`) and save. The fine-tuning loop
-    (finetune/loop.py) is one. Metrics travel as their `record()`, like the other records."""
+    A subclass has cfg (steps, eval_every, checkpoint_every, threads), step, elapsed, rank, world, device,
+    run_dir and stop_requested, calls `_use_threads` once it knows its device and world, and defines
+    train_step (the step's `Metrics` and False once its loss diverged, or None when stopped between
+    micro-batches), evaluate (a `Metrics`) and save. The fine-tuning loop (finetune/loop.py) is one.
+    Metrics travel as their `record()`, like the other records."""
 
     def _use_threads(self) -> None:
-        """On the CPU, cfg.threads threads; 0: every core no other program is using, looked at again each second
-        (threads.py), or under torchrun all cores but one for each rank."""
+        """self.threads: on the CPU, cfg.threads threads; 0: every core no other program is using, looked at again
+        each second (threads.py), or under torchrun each rank its share of the machine's cores. None on a GPU."""
         self.threads = None
         if self.device.type == "cpu":
-            fixed = self.cfg.threads or (max(1, (os.cpu_count() or 2) - 1) if self.world > 1 else 0)
-            self.threads = Threads(fixed)
+            ranks = int(os.environ.get("LOCAL_WORLD_SIZE", self.world)) if self.world > 1 else 1
+            self.threads = Threads(self.cfg.threads, ranks=ranks)
 
     def _make_optimizer(self) -> None:
         """BERT's recipe over the model's trainable parameters: AdamW (betas 0.9/0.999, eps 1e-6, no decay on
@@ -89,6 +90,8 @@ class Loop:
     def run(self) -> Iterator[dict]:
         """Train to the last step, yielding records; the last one has kind "end" and the status."""
         writer = self.run_dir is not None and self.rank == 0
+        if self.threads is not None:  # the first look at the machine: before the first evaluation and step
+            self.threads.update()
         if writer and self.step == 0:
             yield from self._save()  # a loadable checkpoint exists from the start, whatever happens next
         if self.rank == 0 and self.step == 0:
@@ -145,6 +148,8 @@ class Trainer(Loop):
             state = checkpoints.load_latest(self.run_dir, self.model, self.optimizer, self.scheduler,
                                             scaler=self.scaler)
             self.step, self.elapsed = state["step"], state["elapsed"]
+            if self.threads is not None:
+                self.threads.used.update(state["cpu_threads"])
         self.ddp = self.model
         if self.world > 1:
             ids = [self.device.index] if self.device.type == "cuda" else None
@@ -276,7 +281,8 @@ class Trainer(Loop):
 
     def save(self) -> dict:
         path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
-                                step=self.step, elapsed=self.elapsed, card=self.card(), scaler=self.scaler)
+                                step=self.step, elapsed=self.elapsed, card=self.card(),
+                                threads_used=sorted(self.threads.used) if self.threads else None, scaler=self.scaler)
         return {"kind": "checkpoint", "step": self.step, "path": str(path)}
 
     def snapshot(self) -> dict | None:

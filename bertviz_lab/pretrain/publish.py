@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 
 from bertviz_lab import atomic, files
-from bertviz_lab.bert.checkpoint import save_checkpoint
-from bertviz_lab.errors import CheckpointError
-from bertviz_lab.pretrain import snapshots
+from bertviz_lab.bert.checkpoint import CARD_FILE, save_checkpoint
+from bertviz_lab.errors import CheckpointError, LabError
+from bertviz_lab.pretrain import checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
 from bertviz_lab.pretrain.records import read_metrics
@@ -68,6 +68,16 @@ def _trained_on(run_dir: Path) -> str:
         return "unknown"
 
 
+def _threads_of(run_dir: Path) -> dict:
+    """{"cpu_threads": what the run's last checkpoint says it used}, or {} (a GPU run, an older run)."""
+    folder = checkpoints.latest(run_dir)
+    try:
+        used = files.read_json(folder / CARD_FILE).get("cpu_threads") if folder else None
+    except (LabError, OSError, AttributeError):
+        used = None
+    return {"cpu_threads": used} if isinstance(used, str) else {}
+
+
 def publish(run_dir, target, eval_batches: int = 32) -> dict:
     run_dir, target = Path(run_dir), Path(target)
     try:
@@ -78,7 +88,8 @@ def publish(run_dir, target, eval_batches: int = 32) -> dict:
     trainer = Trainer(cfg, run_dir, resume=True)
     held_out = trainer.evaluate(eval_batches)
     card = {
-        **trainer.card(),
+        **{k: v for k, v in trainer.card().items() if k != "cpu_threads"},  # this process's, not the run's
+        **_threads_of(run_dir),
         "held_out": {"batches": eval_batches, "pairs": eval_batches * cfg.batch_size,
                      **{CARD_NAMES[k]: round(v, 4) for k, v in held_out.record().items() if k in CARD_NAMES}},
         "hardware": f"{cpu_name()}, {f'{cfg.threads} threads' if cfg.threads else 'threads: every free core'}"

@@ -7,10 +7,9 @@ over, far more than the core it lost. Measured 2026-11-26 on 2 cores, `python -m
 (the classroom preset): 16.1 s on one thread, 11.8 s on two; beside a program that keeps one core busy, 15.5 s
 on one and 115 s on two. The app's redraws of its live panel (70 ms of CPU every 1.5 s) cost two threads
 nothing measurable (11.7 s). So 0 used to mean all cores but one, which on 2 cores is one thread and the slow
-run. It now means every core while they are free, and a core given back as soon as another program uses one:
-12.0 s alone, 12.0 s beside the redraws, 15.6 s beside the busy program (`bench.class_wait --threads 0` for the
-whole 600 steps). A run begins on all cores but one and takes the last at its first look: two runs started
-together on every core, then each back to one, ran twice as slow to the end (108 ms a step against 66).
+run. It now means every core while they are free, and cores given back while other programs use them. The
+preset's 600 steps, before and after in turn (docs/benchmarks.md, "The Start button's threads"): 44.1 -> 30.3 s
+alone, 46.2 -> 45.1 s beside the busy program, 43.5-44.9 -> 45.2-46.6 s for each of two runs started together.
 
 The thread count changes the last bits of the sums (a sum split differently rounds differently), so two runs
 of one seed match bit for bit where their thread counts did, as on a quiet machine. `--threads N` fixes the
@@ -20,6 +19,7 @@ count whatever else the machine does, and so does BERTVIZ_THREADS=N for runs on 
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections.abc import Callable
 
@@ -28,8 +28,12 @@ import torch
 
 from bertviz_lab.errors import ConfigError
 
-CHECK_S = 1.0  # how often the machine is looked at again, in seconds of wall time
-BUSY = 0.5  # another program using this much of a core (averaged since the last look) takes that core
+CHECK_S = 1.0  # how often the machine is looked at again, in seconds of wall time (each look 0.75-1.25 x this)
+FIRST_S = 0.25  # the first look, before the run's first evaluation and step, spans its setup: this long at least
+BUSY = 0.5  # a core's worth of use: this much of one (averaged since the last look) counts as the whole core
+STARVED = 0.25  # crowded, and this run got this many cores fewer than its threads: it gives one back
+MOST_WAITS = 4  # after giving threads back, looks with room in a row before taking them again: 1, 2, 4 (then 4)
+CALM_LOOKS = 30  # ... back to 1 after this many looks without giving any back
 FIXED_ENV = "BERTVIZ_THREADS"  # a whole number: the threads of a run on threads 0, not watching the machine
 
 
@@ -41,17 +45,29 @@ def cores() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
-def busy_seconds(cpus: list[int]) -> float:
-    """CPU seconds spent busy so far on `cpus`, by every program (idle and waiting on disks left out)."""
+def cpu_seconds(cpus: list[int]) -> tuple[float, float]:
+    """(idle, stolen) CPU seconds so far on `cpus`: idle includes waiting on disks; stolen is time the host of a
+    virtual machine gave to others. Linux's /proc/stat is read by CPU number; where it lacks one of `cpus` (a
+    container's renumbered view) or elsewhere, psutil's list, by position where it reaches, else every CPU."""
+    rows = _proc_stat()
+    if rows is not None and all(i in rows for i in cpus):
+        picked = [rows[i] for i in cpus]
+        return sum(r[3] + r[4] for r in picked), sum(r[7] for r in picked)
     per_cpu = psutil.cpu_times(percpu=True)
-    total = 0.0
-    for i in cpus:
-        if i < len(per_cpu):
-            t = per_cpu[i]
-            # guest time is counted in user time already (Linux); iowait is idle time
-            total += sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0) \
-                - getattr(t, "guest_nice", 0.0)
-    return total
+    picked = [per_cpu[i] for i in cpus] if all(i < len(per_cpu) for i in cpus) else per_cpu
+    return (sum(t.idle + getattr(t, "iowait", 0.0) for t in picked),
+            sum(getattr(t, "steal", 0.0) for t in picked))
+
+
+def _proc_stat() -> dict[int, list[float]] | None:
+    """Linux: CPU number -> its seconds (user, nice, system, idle, iowait, irq, softirq, steal); None elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            lines = [line.split() for line in f if line.startswith("cpu") and line[3:4].isdigit()]
+        tick = os.sysconf("SC_CLK_TCK")
+        return {int(p[0][3:]): [int(x) / tick for x in (p[1:9] + ["0"] * 8)[:8]] for p in lines}
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def own_seconds() -> float:
@@ -62,20 +78,40 @@ def own_seconds() -> float:
 
 class Threads:
     """torch's CPU threads for one run. `fixed` is the run's setting (0: watch the machine); `update()`, called
-    before each step, looks at the machine every CHECK_S seconds and returns the thread count in use.
-    `busy` and `clock` are for tests: the CPU seconds every program has used so far, and the time."""
+    as the run begins and before each step, looks at the machine about every CHECK_S seconds and returns the
+    thread count in use. The first look is at the first call, over the time since this object was made (the
+    run's setup; FIRST_S at least, waited for if need be), so on a quiet machine every evaluation and step of a
+    run has the same count, whatever the timing, and a rerun repeats it bit for bit.
 
-    def __init__(self, fixed: int, *, busy: Callable[[], float] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    Each look reads, since the last one: the idle cores, this process's use, and so every other program's
+    (stolen time left out). With room (half a core or more idle), the others got all they wanted, and the run
+    takes every core they leave, half a core's use counting as a whole one. Crowded (no room, and others using
+    half a core or more), their use is only their share: the run gives a thread back, one a look, while it
+    leaves others a core they use or gets STARVED fewer cores than its threads. After giving some back it waits
+    for room at 1, then 2, then 4 looks in a row before taking them again, and each look comes 0.75-1.25 CHECK_S
+    after the last (a per-process draw, not torch's): two runs then do not climb and fall back in step.
+
+    `sample` (the idle, stolen and own CPU seconds so far), `clock`, `sleep` and `rng` are for tests."""
+
+    def __init__(self, fixed: int, *, ranks: int = 1, sample: Callable[[], tuple[float, float, float]] | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 rng: random.Random | None = None):
+        """`ranks`: the processes of one torchrun job on this machine; with more than one, each takes its share of
+        the cores, fixed (they step in lockstep, so one rank's threads giving way would only slow the rest)."""
         self.cpus = cores()
         env = os.environ.get(FIXED_ENV, "").strip()
         self.fixed = fixed or (_whole(env, len(self.cpus)) if env else 0)
-        self._busy, self._clock = busy or (lambda: busy_seconds(self.cpus) - own_seconds()), clock
+        if not self.fixed and ranks > 1:
+            self.fixed = max(1, len(self.cpus) // ranks)
+        self._sample = sample or (lambda: (*cpu_seconds(self.cpus), own_seconds()))
+        self._clock, self._sleep, self._rng = clock, sleep, rng or random.Random(os.getpid())
         self.used: set[int] = set()  # every thread count this run has used
         # Watching, a run starts on all cores but one and takes the last once it has seen it free: two runs that
-        # start together each on every core, then back to one, both ran at half speed to the end (2 cores)
+        # started together each on every core, then back to one, both ran at half speed to the end (2 cores).
         self.count = self.fixed or max(1, len(self.cpus) - 1)
-        self._last = None if self.fixed else (self._clock(), self._busy())
+        self._wait, self._roomy, self._calm = 1, 0, 0
+        self._last = None if self.fixed else (self._clock(), *self._sample())
+        self._next = None  # the first look: at the first update(), over the run's setup (FIRST_S at least)
         self._apply()
 
     @property
@@ -83,16 +119,34 @@ class Threads:
         return not self.fixed
 
     def update(self) -> int:
-        """Look at the machine if CHECK_S seconds have passed since the last look; the thread count now."""
+        """Look at the machine if it is time; the thread count now."""
         if self._last is None:
             return self.count
         now = self._clock()
-        if now - self._last[0] < CHECK_S:
+        if self._next is None and now - self._last[0] < FIRST_S:  # a setup too quick to judge the machine by
+            self._sleep(FIRST_S - (now - self._last[0]))
+            now = self._clock()
+        elif self._next is not None and now < self._next:
             return self.count
-        busy = self._busy()
-        others = max(0.0, (busy - self._last[1]) / (now - self._last[0]))  # cores' worth, used by others
-        self._last = (now, busy)
-        self.count = max(1, len(self.cpus) - int(others + 1 - BUSY))  # a core given back per core in use
+        sample = self._sample()
+        seconds = max(now - self._last[0], 1e-6)
+        idle, stolen, own = ((new - old) / seconds for new, old in zip(sample, self._last[1:]))
+        self._last, self._next = (now, *sample), now + self._gap()
+        n = len(self.cpus)
+        others = max(0.0, n - idle - stolen - own)  # cores' worth that every other program used
+        free = max(1, n - int(others + 1 - BUSY))  # the cores they leave
+        if idle >= BUSY:  # room: what the others used is what they wanted
+            self._roomy += 1
+            if free < self.count or self._roomy >= self._wait:
+                self.count = free
+        else:
+            self._roomy = 0
+            if others >= BUSY and (free < self.count or own < self.count - STARVED) and self.count > 1:
+                self.count -= 1
+                self._wait, self._calm = min(2 * self._wait, MOST_WAITS), 0
+        self._calm += 1
+        if self._calm >= CALM_LOOKS:
+            self._wait = 1
         self._apply()
         return self.count
 
@@ -101,6 +155,9 @@ class Threads:
         low, high = min(self.used), max(self.used)
         counted = f"{low} thread{'s' * (high > 1)}" if low == high else f"{low}-{high} threads"
         return counted + ("" if self.fixed else " (every core no other program used)")
+
+    def _gap(self) -> float:
+        return CHECK_S * self._rng.uniform(0.75, 1.25)
 
     def _apply(self) -> None:
         self.used.add(self.count)
