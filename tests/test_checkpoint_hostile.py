@@ -285,6 +285,8 @@ def test_card_facts_skip_missing_and_wrongly_typed_keys():
     assert card_facts({"corpus": 7, "held_out": {"mlm_top1": True, "mlm_top5": 0.9}}) == []
     assert card_facts({"corpus": "a\nb\x1b[31m\u202e", "steps": 5}) == ["trained on the a b [31m for 5 steps"]
     assert card_facts(["not", "a", "dict"]) == [] and card_facts({}) == []
+    assert card_facts({"autocast": "bf16"}) == ["trained under bf16 autocast"]
+    assert card_facts({"autocast": "off"}) == ["trained in fp32"] and card_facts({"autocast": "<b>x"}) == []
     assert card_facts({"held_out": {"mlm_top1": 0.7185, "mlm_top5": 0.8415}}) == [
         "held-out masked-word accuracy 72% (top-1), 84% (top-5)"]
     assert card_facts({"fine_tuned_on": "coherence", "steps": 200, "started": "from x"}) == [

@@ -14,9 +14,10 @@ import pytest
 from conftest import app_test, no_gpu_env
 from streamlit.testing.v1 import AppTest
 
+from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.views.pretrain import LABELS
+from bertviz_lab.views.pretrain import AUTOCAST_WORDS, LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "pretrain.py")
@@ -156,6 +157,9 @@ def test_a_tiny_run_from_the_page_finishes_shows_its_curves_and_equals_the_cli(r
     loss = {t["name"]: t for t in chart(at, "MLM loss")["data"]}
     np.testing.assert_array_equal(array(loss["train"]["x"]), np.arange(1, 21))
     np.testing.assert_array_equal(array(loss["held-out"]["x"]), [0, 5, 10, 15, 20])
+    autocast = load_checkpoint(info.checkpoint).card["autocast"]  # what "auto" took on this machine
+    assert any(c.value.startswith(f"Trained on cpu in {AUTOCAST_WORDS[autocast]}; precision setting: auto")
+               for c in at.caption)
     assert "Use this model" in [b.label for b in at.button]
     at.button(key="pretrain.use").click().run()
     assert at.session_state["model.path"] == str(info.checkpoint)

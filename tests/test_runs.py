@@ -225,16 +225,21 @@ def test_publish_evaluates_and_writes_a_model_card(tmp_path):
     assert done.returncode == 0, done.stderr
     card = load_checkpoint(tmp_path / "shipped").card
     assert card["cpu_threads"] == "1 thread" == load_checkpoint(finished.checkpoint).card["cpu_threads"]
+    assert card["autocast"] == load_checkpoint(finished.checkpoint).card["autocast"] in ("bf16", "off")
     held = card["held_out"]
     assert held["pairs"] == 24 and 0 <= held["mlm_top1"] <= held["mlm_top5"] <= 1 and 0 <= held["nsp_acc"] <= 1
     assert card["steps"] == 6 and "threads" in card["hardware"] and "train" in card["command"]
     assert not (tmp_path / "shipped" / "trainer_state.pt").exists()
 
 
-def test_finished_status_remembers_the_device(tmp_path):
-    info = runs.start(TrainConfig(**{**SMALL, "steps": 2}), "dev", root=tmp_path)
-    assert wait(info.path).status == "finished"
-    assert json.loads((info.path / "status.json").read_text())["device"] == "cpu"
+@pytest.mark.parametrize("precision, autocast", [("fp32", "off"), ("bf16", "bf16")])
+def test_finished_status_and_the_card_remember_the_device_and_the_autocast(tmp_path, precision, autocast):
+    info = runs.start(TrainConfig(**{**SMALL, "steps": 2, "precision": precision}), "dev", root=tmp_path)
+    done = wait(info.path)
+    assert done.status == "finished"
+    status = json.loads((info.path / "status.json").read_text())
+    assert (status["device"], status["autocast"]) == ("cpu", autocast) == (done.device, done.autocast)
+    assert load_checkpoint(done.checkpoint).card["autocast"] == autocast
 
 
 def test_a_cuda_run_under_torchrun_opens_its_group_on_a_machine_without_cuda(monkeypatch):

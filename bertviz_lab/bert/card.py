@@ -20,6 +20,11 @@ def markdown_safe(text: str) -> bool:
             and "www." not in text.lower() and not re.match(r"\d+[.)]", text))
 
 
+# a run's card says which autocast its forwards ran under (pretrain/loop.py); older cards do not
+AUTOCAST_FACTS = {"bf16": "trained under bf16 autocast", "fp16": "trained under fp16 autocast",
+                  "off": "trained in fp32"}
+
+
 def card_facts(card: object) -> list[str]:
     """The model card's training facts as short sentences of plain text (torch-free)."""
     if not isinstance(card, dict):
@@ -34,6 +39,9 @@ def card_facts(card: object) -> list[str]:
         count = f"{steps:,}" if _whole(steps) else "?"
         start = _plain(card.get("started"))
         facts.append(f"fine-tuned on {task} for {count} steps" + (f", {start}" if start else ""))
+    autocast = AUTOCAST_FACTS.get(card.get("autocast"))
+    if autocast:
+        facts.append(autocast)
     held = card.get("held_out")
     held = held if isinstance(held, dict) else {}
     top1, top5, nsp = (_fraction(held.get(k)) for k in ("mlm_top1", "mlm_top5", "nsp_acc"))

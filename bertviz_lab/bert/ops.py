@@ -172,9 +172,12 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     # keep where bits >= low: P(drop) = p, rounded to a multiple of 2**-16 within [2**-16, 1 - 2**-16]
     low = min(max(round(p * 65536) - 32768, -32767), 32767)
     # clamped to [low - 1, low], less low - 1: 0 (drop) or 1 (keep), in int16 arithmetic that cannot
-    # overflow; a boolean mask (bits >= low) costs three times as much to make and to convert
-    keep = bits.clamp(low - 1, low).to(x.dtype).sub_(low - 1)
-    return x * keep.mul_(1.0 / (1.0 - p))
+    # overflow; a boolean mask (bits >= low) costs three times as much to make and to convert. The
+    # subtraction stays in int16: in bf16 or fp16, low - 1 and low round to one number (for p = 0.1 both
+    # are -26240) and every element would be dropped.
+    keep = bits.clamp(low - 1, low).sub_(low - 1).to(x.dtype)
+    # the scale as a Python number: multiplied in fp32 inside the kernel, where a bf16 1 / 0.9 is 1.109
+    return torch.mul(x, keep).mul_(1.0 / (1.0 - p))
 
 
 class Dropout(nn.Module):

@@ -53,6 +53,11 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return None
 
 
+def autocast_name(dtype: torch.dtype | None) -> str:
+    """What a run's card and status say of its arithmetic: "bf16" or "fp16" (autocast), or "off" (fp32)."""
+    return {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "off")
+
+
 def loss_scaler(dtype: torch.dtype | None, device: torch.device) -> torch.amp.GradScaler:
     """The loss scaler fp16 training needs (its gradients underflow without one): on for fp16, a pass-through
     otherwise. Under it a step whose gradients overflowed is skipped and the scale lowered, not a divergence."""

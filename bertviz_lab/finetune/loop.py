@@ -234,7 +234,7 @@ class FineTuner(Loop):
         task = self.task.name if self.task.source == "built-in" else self.task.source
         return {"trained_by": "bertviz_lab", "fine_tuned_on": task, "task_kind": self.task.kind,
                 "started": self.cfg.start, "steps": self.step, "finetune_config": self.cfg.to_dict(),
-                "device": str(self.device), **({"cpu_threads": self.threads.describe()} if self.threads else {}),
+                "device": str(self.device), "autocast": self.autocast, **({"cpu_threads": self.threads.describe()} if self.threads else {}),
                 "training_seconds": round(self.elapsed, 1)}
 
 

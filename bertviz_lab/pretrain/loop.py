@@ -28,7 +28,7 @@ from bertviz_lab.bert.fused import masked_lm_loss
 from bertviz_lab.bert.losses import IGNORE_INDEX, nsp_cross_entropy
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.ops import adamw
-from bertviz_lab.bert.precision import autocast_dtype, loss_scaler
+from bertviz_lab.bert.precision import autocast_dtype, autocast_name, loss_scaler
 from bertviz_lab.metrics import TRAIN, Metrics
 from bertviz_lab.pretrain import batch_cache, checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
@@ -49,6 +49,13 @@ class Loop:
     train_step (the step's `Metrics` and False once its loss diverged, or None when stopped between
     micro-batches), evaluate (a `Metrics`) and save. The fine-tuning loop (finetune/loop.py) is one.
     Metrics travel as their `record()`, like the other records."""
+
+    amp_dtype: torch.dtype | None = None  # the autocast dtype its forwards run under (None: fp32)
+
+    @property
+    def autocast(self) -> str:
+        """The autocast the run uses, as its card and status record it: "bf16", "fp16" or "off"."""
+        return autocast_name(self.amp_dtype)
 
     def _use_threads(self) -> None:
         """self.threads: on the CPU, cfg.threads threads; 0: every core no other program is using, looked at again
@@ -290,7 +297,7 @@ class Trainer(Loop):
 
     def card(self) -> dict:
         return {"trained_by": "bertviz_lab", "corpus": self.corpus.description, "steps": self.step,
-                "train_config": self.cfg.to_dict(), "device": str(self.device),
+                "train_config": self.cfg.to_dict(), "device": str(self.device), "autocast": self.autocast,
                 **({"cpu_threads": self.threads.describe()} if self.threads else {}),
                 "training_seconds": round(self.elapsed, 1)}
 

@@ -171,7 +171,7 @@ class RunFiles:
         self.sticky: dict = {"pid_started": start_time(os.getpid()), "started_by": started_by}
 
     def status(self, status: str, message: str = "", step: int = 0, **extra) -> None:
-        self.sticky.update((k, v) for k, v in extra.items() if k == "device")
+        self.sticky.update((k, v) for k, v in extra.items() if k in ("device", "autocast"))
         atomic.write_json(self.run_dir / "status.json", {
             "status": status, "message": message, "pid": os.getpid(), "step": step,
             "total_steps": self.cfg.steps, "created": self.created, "updated": time.time(),
@@ -284,7 +284,8 @@ def _train(run_dir: Path, cfg, resume: bool, writer: RunFiles | None, job: Job) 
         trainer = job.loop(cfg, run_dir, resume=resume)
         if writer:
             writer.open_metrics(trainer.step if resume else None)
-            writer.status("running", f"training on {trainer.device}", trainer.step, device=str(trainer.device))
+            writer.status("running", f"training on {trainer.device}", trainer.step, device=str(trainer.device),
+                          autocast=trainer.autocast)
         return _loop(trainer, writer)
     except KeyboardInterrupt:
         if writer:

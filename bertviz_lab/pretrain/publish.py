@@ -68,14 +68,19 @@ def _trained_on(run_dir: Path) -> str:
         return "unknown"
 
 
-def _threads_of(run_dir: Path) -> dict:
-    """{"cpu_threads": what the run's last checkpoint says it used}, or {} (a GPU run, an older run)."""
+RUN_FACTS = ("cpu_threads", "autocast")  # what the run's own card says of how it trained, not the publisher's
+
+
+def _run_facts(run_dir: Path) -> dict:
+    """RUN_FACTS as the run's last checkpoint's card says them: the CPU threads it used (none on a GPU) and the
+    autocast it trained under; a fact an older card lacks is left out."""
     folder = checkpoints.latest(run_dir)
     try:
-        used = files.read_json(folder / CARD_FILE).get("cpu_threads") if folder else None
-    except (LabError, OSError, AttributeError):
-        used = None
-    return {"cpu_threads": used} if isinstance(used, str) else {}
+        card = files.read_json(folder / CARD_FILE) if folder else {}
+    except (LabError, OSError):
+        card = {}
+    card = card if isinstance(card, dict) else {}
+    return {k: card[k] for k in RUN_FACTS if isinstance(card.get(k), str)}
 
 
 def publish(run_dir, target, eval_batches: int = 32) -> dict:
@@ -88,8 +93,8 @@ def publish(run_dir, target, eval_batches: int = 32) -> dict:
     trainer = Trainer(cfg, run_dir, resume=True)
     held_out = trainer.evaluate(eval_batches)
     card = {
-        **{k: v for k, v in trainer.card().items() if k != "cpu_threads"},  # this process's, not the run's
-        **_threads_of(run_dir),
+        **{k: v for k, v in trainer.card().items() if k not in RUN_FACTS},  # this process's, not the run's
+        **_run_facts(run_dir),
         "held_out": {"batches": eval_batches, "pairs": eval_batches * cfg.batch_size,
                      **{CARD_NAMES[k]: round(v, 4) for k, v in held_out.record().items() if k in CARD_NAMES}},
         "hardware": f"{cpu_name()}, {f'{cfg.threads} threads' if cfg.threads else 'threads: every free core'}"

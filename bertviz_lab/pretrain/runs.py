@@ -69,6 +69,8 @@ class RunInfo:
     started_by: str = OWNER  # OWNER or "visitor <address>" (classroom mode)
     pid_started: float | None = None  # the trainer's process start time: tells it from a reused pid
     kind: str = PRETRAIN.kind  # "pretrain" or "finetune" (run.json says; older runs are pretraining)
+    device: str = ""  # and the autocast ("bf16", "fp16", "off"): as the trainer said ("" before, and older runs)
+    autocast: str = ""
 
     @functools.cached_property
     def checkpoint(self) -> Path | None:
@@ -168,8 +170,7 @@ def resume(run_dir) -> RunInfo:
             raise ConfigError(f"run {info.name!r} has {info.status} all its steps; start a new run to train longer")
         if info.checkpoint is None:
             raise ConfigError(f"run {info.name!r} has no checkpoint to resume from")
-        verb = "finetune" if info.kind == "finetune" else "train"
-        command = [*LAB_COMMAND, verb, "--run-dir", str(run_dir), "--resume"]
+        command = [*LAB_COMMAND, "finetune" if info.kind == "finetune" else "train", "--run-dir", str(run_dir), "--resume"]
         return _launch(run_dir, command, info.total_steps, info.started_by, place(recorded_device(run_dir)))
     finally:
         lock.release()
@@ -184,9 +185,8 @@ def _launch(run_dir: Path, command: list[str], steps: int, started_by: str, plac
     _children[proc.pid] = proc
     # The process replaces this as soon as it is up; until then the run reads as starting.
     atomic.write_json(run_dir / "status.json", {
-        "status": "starting", "message": "starting the training process", "pid": proc.pid,
-        "pid_started": start_time(proc.pid), "started_by": started_by,
-        "step": previous.step if previous else 0, "total_steps": steps,
+        "status": "starting", "message": "starting the training process", "pid": proc.pid, "started_by": started_by,
+        "pid_started": start_time(proc.pid), "step": previous.step if previous else 0, "total_steps": steps,
         "created": previous.created if previous and previous.created else time.time(), "updated": time.time()})
     return read(run_dir)
 
@@ -205,8 +205,8 @@ def trainer(info: RunInfo):
 
 
 # --- Reading a run -------------------------------------------------------------------------------
-STATUS_FIELDS = {"status": str, "message": str, "step": int, "total_steps": int, "pid": int,
-                 "pid_started": float, "created": float, "updated": float, "started_by": str}
+STATUS_FIELDS = {"status": str, "message": str, "step": int, "total_steps": int, "pid": int, "device": str,
+                 "pid_started": float, "created": float, "updated": float, "started_by": str, "autocast": str}
 WANTED = {str: "text", dict: "a record", int: f"a whole number from 0 to {MAX_COUNT:.0e}", float: "a time in seconds"}
 
 
@@ -264,7 +264,8 @@ def read(run_dir) -> RunInfo:
                    total_steps=status.get("total_steps", steps if type(steps) is int and steps >= 0 else 0),
                    created=float(status.get("created", 0.0)), updated=float(status.get("updated", 0.0)),
                    started_by=run.get("started_by", status.get("started_by", OWNER)),
-                   pid_started=status.get("pid_started"), kind=run.get("kind", PRETRAIN.kind))
+                   pid_started=status.get("pid_started"), kind=run.get("kind", PRETRAIN.kind),
+                   **{k: status.get(k, "") for k in ("device", "autocast")})
     if info.active and trainer(info) is None:
         if (run_dir / STOP_MARKER).exists():  # stopped before it could report (still starting up)
             info.status, info.message = "stopped", "stopped before training began"
@@ -282,8 +283,7 @@ def list_runs(root: Path | None = None, kind: str | None = None) -> list[RunInfo
         folders = [p for p in root.iterdir() if p.is_dir() and (p / "status.json").exists()]
     except OSError:
         return []
-    found = (read(p) for p in folders)
-    return sorted((r for r in found if kind is None or r.kind == kind or r.status == UNREADABLE),
+    return sorted((r for r in map(read, folders) if kind is None or r.kind == kind or r.status == UNREADABLE),
                   key=lambda r: r.created, reverse=True)
 
 

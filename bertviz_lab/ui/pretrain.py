@@ -75,8 +75,9 @@ def live_body(run: runs.RunInfo, curves: figs.Curves) -> None:
         st.info("The curves appear with the first training steps (the process is loading the corpus and model).")
     else:
         chart_grid({run.name: curves}, key="pretrain.live", nsp=nsp)
-    if note := records.metrics_note(run.path):
-        st.caption(note)
+    for note in (vp.arithmetic_note(run), records.metrics_note(run.path)):
+        if note:
+            st.caption(note)
     probe_panel(run)
 
 

@@ -199,6 +199,24 @@ def describe(config: dict) -> str:
             f"{'whole vocabulary' if cfg.random_tokens == 'vocabulary' else 'word pieces'}, seed {cfg.seed}")
 
 
+AUTOCAST_WORDS = {"bf16": "bf16 autocast (matrix products in bfloat16; weights, their updates and the losses in fp32)",
+                  "fp16": "fp16 autocast with a loss scaler (weights and their updates in fp32)",
+                  "off": "fp32"}
+
+
+def arithmetic_note(run: runs.RunInfo) -> str | None:
+    """'Trains on cpu in bf16 autocast (...); precision setting: auto.' from the run's status, None until the
+    trainer has said (and for runs from before it did)."""
+    words = AUTOCAST_WORDS.get(run.autocast)
+    if not run.device or not words:
+        return None
+    setting = run.config.get("precision", "auto")
+    picked = (" (auto takes bf16 on a CPU only where bf16 matrix products measured faster than fp32 here)"
+              if setting == "auto" and run.device == "cpu" else "")
+    verb = "Trains" if run.active else "Trained"
+    return f"{verb} on {run.device} in {words}; precision setting: {setting}{picked}."
+
+
 def warmup_note(config: dict) -> str | None:
     """What a warmup at least as long as the run does to the learning rate (a teacher's 60 steps under the
     classroom preset's 100 warmup steps), from the schedule the trainer uses; None when the run outlasts it."""
