@@ -3,16 +3,18 @@ inputs and scales the rest by 1 / (1 - p); a training step under bf16 or fp16 au
 encoder weight, on the fast and the textbook path, and gives the fp32 step's gradients with the same masks.
 
 Once the sampler made its 0/1 mask in the input's dtype: in bf16 and fp16 the two int16 bounds of p = 0.1 round
-to one number, so every element was dropped and the encoder of a bf16 run never trained."""
+to one number, so every element was dropped and the encoder of a bf16 run never trained. A run's card says its
+autocast, and a run resumed on the CPU keeps it."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 import torch
 
-from bertviz_lab.bert import ops
+from bertviz_lab.bert import ops, precision
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.pretrain.config import TrainConfig
@@ -103,3 +105,21 @@ def test_a_bf16_training_step_of_the_trainer_reaches_every_encoder_weight():
                if n.startswith("bert.encoder.") and not n.endswith("key.bias")}
     assert len(encoder) == 15 * trainer.model.config.num_hidden_layers
     assert all(g is not None and g.abs().sum() > 0 for g in encoder.values())
+
+
+def test_a_run_resumed_on_the_cpu_keeps_the_autocast_auto_chose_when_it_began(tmp_path, monkeypatch):
+    """On the CPU "auto" is a timing: a resume in a busier (or quieter) moment must not switch precision halfway."""
+    cfg = TrainConfig(device="cpu", threads=1, batch_size=8, steps=4, eval_every=2, eval_batches=1,
+                      checkpoint_every=2)
+    monkeypatch.setattr(precision, "cpu_bf16_is_faster", lambda: False)  # the timing said fp32 when it began
+    first = Trainer(cfg, tmp_path / "run")
+    for record in first.run():
+        if record["kind"] == "checkpoint" and record["step"] == 2:
+            first.stop_requested = True
+    assert first.step == 2 and first.card()["autocast"] == "off"
+    monkeypatch.setattr(precision, "cpu_bf16_is_faster", lambda: True)  # and bf16 at the resume
+    assert Trainer(cfg, tmp_path / "run", resume=True).amp_dtype is None
+    assert Trainer(cfg, tmp_path / "new").amp_dtype is torch.bfloat16  # a new run asks again
+    card = tmp_path / "run" / "checkpoints" / "step-000002" / "model_card.json"
+    card.write_text(json.dumps({k: v for k, v in json.loads(card.read_text()).items() if k != "autocast"}))
+    assert Trainer(cfg, tmp_path / "run", resume=True).amp_dtype is torch.bfloat16  # an older card: asked again

@@ -17,26 +17,24 @@ from bertviz_lab.bert.device import native_bf16
 
 @functools.lru_cache(maxsize=1)
 def cpu_bf16_is_faster() -> bool:
-    """Time a training-sized matmul in fp32 and bf16 (best of 3 each) on this CPU.
+    """Time a training-sized matmul in fp32 and bf16 on this CPU, in turn, best of 5 each: taken in turn, a busy
+    moment slows both rather than one (one after the other, two processes on a loaded machine once disagreed).
+    A run records what it took (its card's "autocast") and keeps it when resumed (pretrain/loop.py).
 
     Its random operands come from a private generator: drawing from the global one would shift
     the dropout masks of the first run in a process, so that run would differ from a rerun.
     """
     rng = torch.Generator().manual_seed(0)
     a, b = torch.randn(256, 512, generator=rng), torch.randn(512, 512, generator=rng)
-
-    def best(x, y) -> float:
-        times = []
-        for _ in range(3):
+    operands = {torch.float32: (a, b), torch.bfloat16: (a.bfloat16(), b.bfloat16())}
+    best = dict.fromkeys(operands, float("inf"))
+    for _ in range(5):
+        for dtype, (x, y) in operands.items():
             start = time.perf_counter()
             for _ in range(4):
                 x @ y
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    fp32 = best(a, b)
-    bf16 = best(a.bfloat16(), b.bfloat16())
-    return bf16 < 0.8 * fp32
+            best[dtype] = min(best[dtype], time.perf_counter() - start)
+    return best[torch.bfloat16] < 0.8 * best[torch.float32]
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
@@ -53,9 +51,12 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return None
 
 
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "off": None}  # as a run's card names them
+
+
 def autocast_name(dtype: torch.dtype | None) -> str:
     """What a run's card and status say of its arithmetic: "bf16" or "fp16" (autocast), or "off" (fp32)."""
-    return {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "off")
+    return next(name for name, kind in AUTOCAST_DTYPES.items() if kind == dtype)
 
 
 def loss_scaler(dtype: torch.dtype | None, device: torch.device) -> torch.amp.GradScaler:

@@ -25,8 +25,9 @@ from pathlib import Path
 import torch
 
 from bertviz_lab import atomic, files
-from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
+from bertviz_lab.bert.checkpoint import CARD_FILE, load_checkpoint, save_checkpoint
 from bertviz_lab.bert.device import gpu_index
+from bertviz_lab.bert.precision import AUTOCAST_DTYPES
 from bertviz_lab.errors import CheckpointError, LabError
 
 POINTER = "checkpoint.json"
@@ -150,6 +151,20 @@ def load_latest(run_dir, model, optimizer, scheduler, loaded=None,
     except (KeyError, IndexError, RuntimeError, TypeError, ValueError, AttributeError) as exc:
         raise CheckpointError(f"cannot resume: {folder.name}/{STATE_FILE} does not hold a trainer's state "
                               f"({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def recorded_autocast(run_dir, device: torch.device) -> str | None:
+    """The autocast ("bf16", "fp16" or "off") the last checkpoint's card says its run trained under, where that
+    was on a device of `device`'s kind; None where the card does not say (older runs) or another kind trained."""
+    folder = latest(run_dir)
+    try:
+        card = files.read_json(folder / CARD_FILE) if folder else None
+    except (LabError, OSError):
+        return None
+    if not isinstance(card, dict) or not isinstance(card.get("device"), str):
+        return None
+    same_kind = card["device"].split(":")[0] == device.type
+    return card.get("autocast") if same_kind and card.get("autocast") in AUTOCAST_DTYPES else None
 
 
 def device_of(model: torch.nn.Module) -> torch.device:

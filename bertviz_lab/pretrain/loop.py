@@ -28,7 +28,7 @@ from bertviz_lab.bert.fused import masked_lm_loss
 from bertviz_lab.bert.losses import IGNORE_INDEX, nsp_cross_entropy
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.ops import adamw
-from bertviz_lab.bert.precision import autocast_dtype, autocast_name, loss_scaler
+from bertviz_lab.bert.precision import AUTOCAST_DTYPES, autocast_dtype, autocast_name, loss_scaler
 from bertviz_lab.metrics import TRAIN, Metrics
 from bertviz_lab.pretrain import batch_cache, checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
@@ -144,7 +144,7 @@ class Trainer(Loop):
         self._held_out: dict[tuple[int, int], Batch] = {}
         self.corpus = build_corpus(cfg, self.run_dir if self.rank == 0 else None)
         self.tokenizer = self.corpus.tokenizer
-        self.amp_dtype = autocast_dtype(cfg.precision, self.device)
+        self.amp_dtype = self._run_autocast(resume)
         self.scaler = loss_scaler(self.amp_dtype, self.device)
         torch.manual_seed(cfg.seed)
         model_cfg = model_config or cfg.model_config(self.tokenizer.vocab_size)
@@ -162,6 +162,16 @@ class Trainer(Loop):
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.ddp = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
             torch.manual_seed(cfg.seed + 1000 * self.rank)  # each rank its own dropout masks
+
+    def _run_autocast(self, resume: bool) -> torch.dtype | None:
+        """The run's autocast dtype. On the CPU "auto" is a timing (precision.cpu_bf16_is_faster), which a busy moment
+        can flip, so a run resumed on the CPU keeps what its last checkpoint's card says it trained under there: a
+        run does not change its arithmetic halfway. (A GPU's "auto" follows its hardware, so is asked again.)"""
+        cpu_auto = resume and self.cfg.precision == "auto" and self.device.type == "cpu"
+        recorded = checkpoints.recorded_autocast(self.run_dir, self.device) if cpu_auto else None
+        if recorded is not None:
+            return AUTOCAST_DTYPES[recorded]
+        return autocast_dtype(self.cfg.precision, self.device)
 
     def batch(self, step: int, micro: int = 0, stream: int = TRAIN_STREAM) -> Batch:
         """A pure function of (seed, step, micro-batch, rank, stream); a held-out batch is made once. In `run`
