@@ -4,7 +4,7 @@ Samples SENTENCES sentences of the story world (seed SEED), hides one content wo
 pronoun, or a pronoun's antecedent: the sentence's first noun or name, which the pronoun agrees with) and explains
 the shipped model's top guess there with every method (views/why_examples.py's `score`). Prints, per method, the
 mean and median Spearman rho against occlusion and the share of sentences whose deletion curve beats all 20 random
-orders; how often the most-attended word (last layer, mean over heads) is the one occlusion ranks first; and the
+orders (and the share that only ties the best of them); how often the most-attended word (last layer, mean over heads) is the one occlusion ranks first; and the
 sentences where attention and occlusion disagree most (lowest rho), a pronoun sentence among them. Writes those
 EXAMPLES sentences to bertviz_lab/views/why_found.py. About 100 s on one thread (one sentence's tensors are
 small: a second thread buys little, and on a busy machine it waits for the first).
@@ -28,7 +28,7 @@ from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.tokenizer import MASK
 from bertviz_lab.corpus import generate_documents
 from bertviz_lab.corpus.tables import CATEGORIES, VERB
-from bertviz_lab.explain.checks import MIN_TESTED
+from bertviz_lab.explain.checks import MIN_TESTED, RANDOM_ORDERS
 from bertviz_lab.views import why
 from bertviz_lab.views.why_examples import score
 
@@ -129,7 +129,8 @@ def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     start = time.perf_counter()
     ckpt = load_checkpoint(SHIPPED)
-    scored, rho, beats, same_top, tested = [], {k: [] for k in why.TITLES}, {k: 0 for k in why.TITLES}, 0, 0
+    scored, rho, same_top, tested = [], {k: [] for k in why.TITLES}, 0, 0
+    beats, ties = {k: 0 for k in why.TITLES}, {k: 0 for k in why.TITLES}
     for text, kind, word in sample(ckpt.tokenizer):
         s = score(ckpt.model, ckpt.tokenizer, text)
         for method, r in s.result.agreement["occlusion"].items():
@@ -138,7 +139,8 @@ def main() -> None:
         deletion = why.deletion_for(s.result)
         tested += deletion.tested  # 5 or more removable tokens: enough orders for a test against random ones
         for method in beats:
-            beats[method] += bool(deletion.beats_random(method))
+            beats[method] += deletion.verdict(method) == "beats"
+            ties[method] += deletion.verdict(method) == "ties"  # equal to the best random order: not a win
         same_top += s.attended == s.occluded
         scored.append({"text": text, "kind": kind, "word": word, "target": s.result.target, "rho": s.rho,
                        "note": s.note,
@@ -147,11 +149,13 @@ def main() -> None:
     counts = ", ".join(f"{q} {k}s" for k, q in QUOTA.items())
     print(f"bench.why_disagree, {datetime.date.today()}: {n} story-world sentences (seed {SEED}; hidden: {counts}), "
           f"{SHIPPED.name}, the top guess explained, {args.threads} thread{'s' * (args.threads > 1)}, {seconds:.0f} s")
-    print(f"{'method':<22} {'mean ρ':>7} {'median ρ':>9} {'beats random':>13}   (ρ: Spearman against occlusion; "
-          f"beats random: of the {tested} sentences with {MIN_TESTED} or more removable tokens)")
+    print(f"{'method':<22} {'mean ρ':>7} {'median ρ':>9} {'beats random':>13} {'ties best':>10}   (ρ: Spearman against "
+          f"occlusion; beats random, ties best: of the {tested} sentences with {MIN_TESTED} or more removable tokens; "
+          f"chance: 1 in {RANDOM_ORDERS + 1}, {1 / (RANDOM_ORDERS + 1):.1%})")
     for method, title in why.TITLES.items():
         r = rho[method]
         print(f"{title:<22} {statistics.mean(r):>7.3f} {statistics.median(r):>9.3f} {beats[method] / max(tested, 1):>13.1%}"
+              f" {ties[method] / max(tested, 1):>10.1%}"
               + (f"   (ρ undefined on {n - len(r)})" if len(r) < n else ""))
     print(f"most-attended word (last layer, mean over heads) = occlusion's first: {same_top} of {n} "
           f"({same_top / n:.1%})")

@@ -2,8 +2,9 @@
 attention, how far they agree, and the causal check that tests them (mask the tokens each method ranks first and
 watch the guess's probability fall).
 
-The methods explain one number, F: the target word's logit at the chosen mask (minus a contrast word's, if one is
-typed), or, for ELECTRA's discriminator, its replaced-token logit at a chosen token."""
+Four methods explain one number, F: the target word's logit at the chosen mask (minus a contrast word's, if one is
+typed), or, for ELECTRA's discriminator, its replaced-token logit at a chosen token; the four read from attention
+never read it."""
 
 import streamlit as st
 
@@ -17,9 +18,7 @@ from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain, sentence_
 from bertviz_lab.views import why as vw
 
 st.title("Why this guess?")
-st.caption("Which tokens made the model guess what it guessed? Eight methods answer for one number, F, the score of "
-           "the guess; attention is drawn beside them, and a causal check at the bottom tests which answer the "
-           "guess really rests on.")
+st.caption(ui.lead())
 ckpt = active_model()
 model, tokenizer = ckpt.model, ckpt.tokenizer
 replaced = model.has_rtd and not model.has_mlm  # ELECTRA's discriminator: no word guesses, a logit per token
@@ -72,9 +71,10 @@ left, right = st.columns([2, 3])
 ui.guesses(result, left)
 right.markdown(ui.score_line(result, tokenizer))
 right.info(f"Read the rows below with care. The attention rows say where {plain(ui.mask_word(tokenizer, replaced))} "
-           "looked, not why the model guessed what it did. The score rows are computed from F itself: how F "
-           "changes when a token's vector moves, or when the token is masked. Neither kind is right by "
-           "definition: the causal check at the bottom tests them.", icon=":material/lightbulb:")
+           "looked: a clue to test, not the reason for the guess by itself. The score rows are computed from F "
+           "itself: how F changes when a token's vector moves, or when the token alone is masked. Neither kind is "
+           "right by definition, occlusion included: the causal check at the bottom tests them all, and says what "
+           "it found for attention on this sentence.", icon=":material/lightbulb:")
 
 st.subheader("Which tokens mattered?")
 result = ui.at_layer(result, *ui.attention_pickers(ckpt))
@@ -84,8 +84,5 @@ st.subheader("Do the methods agree?")
 ui.agreement(result)
 
 st.subheader("The causal check: remove what each method ranks first")
-st.caption("Mask the tokens one at a time in the order a method ranks them, most important first, and watch "
-           + ("p(replaced) at the explained token" if replaced else "the probability of the guess")
-           + " after each. A method that found what the score rests on makes it fall faster than random orders do. "
-           "AOPC, the area over the curve, is the mean fall: larger is faster.")
+st.caption(ui.check_caption(result))
 ui.causal_check(ckpt, encoding, ask, result)

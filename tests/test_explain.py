@@ -117,14 +117,31 @@ def test_flow_with_identity_attention_reaches_only_from_the_token_itself():
 
 # Deletion curves
 
+def naive_p(case, removed) -> float:
+    """p(target) with `removed` masked, or with a contrast sigmoid(logit(target) - logit(contrast)), from the
+    logits of the model's own forward (not through Score)."""
+    ids = case.ids.clone()
+    ids[0, list(removed)] = case.mask_id
+    where = torch.zeros_like(ids, dtype=torch.bool)
+    where[0, case.score.position] = True
+    with torch.no_grad():
+        logits = case.model(ids, case.segments, masked_positions=where).mlm_logits[0].double()
+    if case.score.contrast is not None:
+        return float(torch.sigmoid(logits[case.score.target] - logits[case.score.contrast]))
+    return float(logits[: case.score.vocab_size or len(logits)].softmax(-1)[case.score.target])
+
+
 def naive_curve(case, removal) -> np.ndarray:
-    """p(target) after masking the first k of `removal`, one forward per k."""
-    curve = []
-    for k in range(len(removal) + 1):
-        ids = case.ids.clone()
-        ids[0, list(removal[:k])] = case.mask_id
-        with torch.no_grad():
-            curve.append(float(case.score.evaluate(case.model, ids, case.segments)[1][0]))
+    """The curve after masking the first k of `removal`, one forward per k; `removal` in tied groups: inside a
+    group, the mean over every subset of the size reached (the mean over the group's orders)."""
+    import itertools
+
+    curve, before = [naive_p(case, [])], []
+    for group in removal:
+        group = (int(group),) if np.ndim(group) == 0 else group
+        for size in range(1, len(group) + 1):
+            curve.append(np.mean([naive_p(case, [*before, *c]) for c in itertools.combinations(group, size)]))
+        before += list(group)
     return np.array(curve)
 
 
@@ -135,10 +152,11 @@ def test_deletion_curves_start_at_p_and_equal_a_naive_loop(explained):
     assert set(result.curves) == set(METHODS) and result.random_curves.shape == (checks.RANDOM_ORDERS, len(movable) + 1)
     for name, curve in result.curves.items():
         values = explained.explanation.values[name]
-        order = result.orders[name]
-        assert sorted(order) == list(movable) and (np.diff(values[list(order)]) <= 0).all()  # most important first
+        order = [p for group in result.orders[name] for p in group]
+        assert sorted(order) == list(movable) and (np.diff(values[order]) <= 1e-9).all()  # most important first
         assert curve[0] == pytest.approx(explained.explanation.prob, abs=1e-6)
-        np.testing.assert_allclose(curve, naive_curve(explained.case, order), rtol=0, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(curve, naive_curve(explained.case, result.orders[name]), rtol=0, atol=1e-6,
+                                   err_msg=name)
         assert result.aopc[name] == pytest.approx(np.mean(curve[0] - curve))
     rng = np.random.default_rng(checks.RANDOM_SEED)
     for curve in result.random_curves:
@@ -160,7 +178,7 @@ def made_deletion(curves: dict[str, list[float]], random: list[list[float]]) -> 
     curves = {m: [*c, *[c[-1]] * pad] for m, c in curves.items()}
     random = [[*r, *[r[-1]] * pad] for r in random]
     n = len(random[0]) - 1
-    return checks.Deletion(tuple(range(1, n + 1)), {m: tuple(range(1, n + 1)) for m in curves},
+    return checks.Deletion(tuple(range(1, n + 1)), {m: tuple((i,) for i in range(1, n + 1)) for m in curves},
                            {m: np.array(c) for m, c in curves.items()}, np.array(random))
 
 
@@ -170,15 +188,16 @@ def test_beats_random_means_above_every_random_order():
                             "rollout": [0.8, 0.6, 0.5, 0.4]}, random)  # rollout ties the best random order
     assert result.aopc["occlusion"] == pytest.approx((0 + 0.6 + 0.7 + 0.8 + 0.8 + 0.8) / 6)
     assert result.beats_random("occlusion") and not result.beats_random("attention")
-    assert not result.beats_random("rollout")
+    assert not result.beats_random("rollout") and result.verdict("rollout") == "ties"
+    assert result.verdict("occlusion") == "beats" and result.verdict("attention") == "below"
 
 
 # The sentences say what the numbers say
 
 def parts(sentence: str) -> tuple[str, str]:
-    """(what the sentence lists as agreeing, what as disagreeing)."""
-    agree = sentence.split("Ranking the words as it does")[1].split("Ranking them")[0] \
-        if "Ranking the words as it does" in sentence else ""
+    """(what the sentence lists as agreeing beyond chance, what as disagreeing)."""
+    agree = sentence.split("Ranking the words alike beyond chance")[1].split("Ranking them")[0] \
+        if "Ranking the words alike beyond chance" in sentence else ""
     disagree = sentence.split("Ranking them differently")[1].split("No ρ")[0] \
         if "Ranking them differently" in sentence else ""
     return agree, disagree
@@ -187,18 +206,21 @@ def parts(sentence: str) -> tuple[str, str]:
 @pytest.mark.parametrize("agrees, differs", [("gradient", "attention"), ("attention", "gradient")])
 def test_the_agreement_sentence_names_the_methods_the_numbers_name(agrees, differs):
     rho = {"occlusion": {"occlusion": 1.0, agrees: 0.9, differs: -0.3, "rollout": 0.35, "flow": None}}
-    sentence = checks.agreement_sentence(rho, TITLES)
+    p = {agrees: 0.001, differs: 0.4, "rollout": 0.3, "flow": None}
+    sentence = checks.agreement_sentence(rho, TITLES, p, 12)
     agree, disagree = parts(sentence)
-    assert f"{TITLES[agrees]} (ρ = 0.90)" in agree and TITLES[differs] not in agree
-    assert f"{TITLES[differs]} (ρ = -0.30)" in disagree and TITLES[agrees] not in disagree
+    assert f"{TITLES[agrees]} (ρ = 0.90, p = 1.0e-03)" in agree and TITLES[differs] not in agree
+    assert f"{TITLES[differs]} (ρ = -0.30, p = 0.4)" in disagree and TITLES[agrees] not in disagree
+    assert "over 12 removable tokens" in sentence and "noisy" not in sentence
     assert "rollout" not in agree + disagree  # 0.35: neither
-    assert f"{TITLES[agrees]} agrees most (ρ = 0.90)" in sentence and f"{TITLES[differs]} least" in sentence
+    assert f"{TITLES[agrees]} agrees most (ρ = 0.90, p = 1.0e-03)" in sentence and f"{TITLES[differs]} least" in sentence
     assert "No ρ for attention flow" in sentence
     assert "occlusion (ρ" not in sentence  # not compared with itself
 
 
 def test_the_agreement_sentence_without_numbers_says_so():
-    sentence = checks.agreement_sentence({"occlusion": {"occlusion": None, "gradient": None}}, TITLES)
+    sentence = checks.agreement_sentence({"occlusion": {"occlusion": None, "gradient": None}}, TITLES,
+                                         {"gradient": None}, 2)
     assert sentence.startswith("Too few words")
 
 
@@ -363,11 +385,12 @@ def test_too_few_removable_tokens_give_no_verdict_against_random_orders():
 
     n = MIN_TESTED - 1
     curve = np.linspace(0.5, 0.1, n + 1)
-    result = Deletion(tuple(range(1, n + 1)), {"occlusion": tuple(range(1, n + 1))}, {"occlusion": curve},
+    result = Deletion(tuple(range(1, n + 1)), {"occlusion": tuple((i,) for i in range(1, n + 1))}, {"occlusion": curve},
                       np.tile(curve[::-1], (20, 1)))
     assert not result.tested and result.beats_random("occlusion") is None
     assert "only 24 removal orders" in deletion_sentence(result, {"occlusion": "occlusion"}, "p(mat)")
-    longer = Deletion(tuple(range(1, 6)), {"occlusion": tuple(range(1, 6))}, {"occlusion": np.linspace(0.5, 0.0, 6)},
+    longer = Deletion(tuple(range(1, 6)), {"occlusion": tuple((i,) for i in range(1, 6))},
+                      {"occlusion": np.linspace(0.5, 0.0, 6)},
                       np.tile(np.full(6, 0.5), (20, 1)))
     assert longer.tested and longer.beats_random("occlusion") is True
     assert "p(mat)" in deletion_sentence(Deletion(longer.positions, longer.orders, {"occlusion": np.full(6, 0.5)},

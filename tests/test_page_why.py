@@ -207,3 +207,44 @@ def test_an_example_where_attention_and_occlusion_disagree_opens_with_its_number
     assert any(c.value == plain(pronoun.note) for c in at.caption)
     assert_strips_are(at, report(pronoun.text))
     assert f"logit({pronoun.target})" in score_line(at)
+
+
+def test_the_words_are_the_numbers_of_this_sentence():
+    """The lead counts the methods that read F; the attention sentence is the deletion test's verdict here, not a
+    fixed claim; the agreement title gives the number of tokens; a tie with the best random order is called one."""
+    from bertviz_lab.explain import checks
+    from bertviz_lab.explain.report import METHODS
+
+    at = page()
+    expected = report()
+    assert at.caption[0].value == ui.lead() and "same for any target or contrast" in ui.lead()
+    said = " ".join(shown(m.value) for m in [*at.markdown, *at.info, *at.caption])
+    assert "not why the model guessed" not in said and "really does" not in said and "a clue to test" in said
+    n = len(vw.why(*_shipped(), inputs.encode(_shipped()[1], _shipped()[0], CAT)).explanation.movable)
+    assert titled(at, "Do the methods rank")["layout"]["title"]["text"].endswith(f"Spearman ρ over {n} tokens")
+    verdict, aopc = expected["deletion"]["verdict"], expected["deletion"]["aopc"]
+    sentence = next(shown(m.value) for m in at.markdown if "Of the rows read from attention" in m.value)
+    for key in (k for k, m in METHODS.items() if m.kind == "attention"):
+        name = f"{vw.TITLES[key]} ({aopc[key]:.3f}"
+        clause = {"beats": "faster than all", "ties": "tied the best random order", "below": "did not beat them"}
+        after = sentence.split(name)[1]  # the first verdict named after the method is its own
+        assert min(clause, key=lambda v: after.find(clause[v]) % (len(after) + 1)) == verdict[key], key
+    table = next(d.value for d in at.dataframe if "AOPC" in d.value.columns)
+    assert table["against random"].tolist() == [ui.VERDICTS[v] for v in verdict.values()]
+    assert checks.AOPC_TIE < 1e-9  # a tie is equality of the same removals' numbers, not closeness
+
+
+def test_a_contrasts_causal_check_follows_sigmoid_f():
+    at = page(why__target="rug", why__contrast="mat")
+    expected = report(target="rug", contrast="mat")
+    assert expected["deletion"]["follows"] == "sigmoid(F)"
+    curves = titled(at, "p(rug | rug or mat) after each removal")["data"]
+    occlusion = next(t for t in curves if t.get("name") == "occlusion")
+    np.testing.assert_allclose(array(occlusion["y"]), expected["deletion"]["curves"]["occlusion"], atol=1e-9)
+    assert array(occlusion["y"])[0] == pytest.approx(1 / (1 + np.exp(-expected["score"])), abs=1e-6)
+    assert any("sigmoid(F), the probability of the target against the contrast" in shown(c.value) for c in at.caption)
+
+
+def _shipped():
+    ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
+    return ckpt.model, ckpt.tokenizer

@@ -15,10 +15,12 @@ DESCRIPTION = """\
 Explain one guess of a masked-LM: the score F is the target word's logit at the chosen [MASK] (with --contrast,
 logit(target) - logit(contrast): "why mat rather than rug?"). Every token gets a value from each of eight
 methods: attention, rollout and attention flow (Abnar & Zuidema 2020) and the value-weighted norm (Kobayashi et
-al. 2020) read the attention; gradient, gradient x input, integrated gradients (Captum, 50 Gauss-Legendre steps
-from a [PAD] baseline) and occlusion (F minus F with the token masked) read F itself. Then Spearman's rho of every
-pair of methods over the word tokens, and with --deletion the causal check: p(target) as the words are masked in
-each method's order, its area over the curve (AOPC) against 20 seeded random orders.
+al. 2020) read the attention, never F (the same for any --target or --contrast); gradient, gradient x input,
+integrated gradients (Captum, 50 Gauss-Legendre steps from a [PAD] baseline) and occlusion (F minus F with that one
+token masked) read F itself. Then Spearman's rho of every pair of methods over the word tokens, with its permutation
+p-value against occlusion, and with --deletion the causal check: p(target) (with --contrast: sigmoid(F), p(target |
+target or contrast)) as the words are masked in each method's order (tied tokens: averaged over their orders), its
+area over the curve (AOPC) against 20 seeded random orders: beats, ties or is below the best of them.
 
 An ELECTRA discriminator guesses no words: it explains its replaced-token logit at the token --position names.
 
@@ -26,8 +28,10 @@ Without --json: the guesses, F and p, a table (one row per token, one column per
 the integrated-gradients check (its sum should equal F(x) - F(baseline); the delta is flagged when large), which
 methods agree with occlusion, and with --deletion each method's AOPC. With --json: {"tokens", "mask_position",
 "target", "contrast", "score", "probability", "methods": {method: one number per token}, "ig": {"steps", "score",
-"baseline_score", "delta", "flagged"}, "agreement": {method: {method: rho or null}}, "attention": {"layer",
-"head"}} and, with --deletion, "deletion": {"positions", "curves", "aopc", "random_aopc", "beats_random"}."""
+"baseline_score", "delta", "flagged"}, "agreement": {method: {method: rho or null}}, "agreement_p": {method: p
+against occlusion or null}, "removable": n, "attention": {"layer", "head"}} and, with --deletion, "deletion":
+{"positions", "curves", "aopc", "random_aopc", "beats_random", "verdict" (beats, ties, below or null), "follows",
+"tied"}."""
 
 
 def add_parser(sub) -> None:
@@ -103,7 +107,7 @@ def report_lines(result, deletion=None) -> list[str]:
                        f"{ig.baseline_score:#.4g}, sum = {float(e.values['integrated_gradients'].sum()):#.4g}, "
                        f"delta = {ig.delta:.3g} ({verdict})"), "",
              *_wrapped(f"agreement (Spearman's rho over the word tokens): {result.agreement_sentence}")]
-    p = "p(replaced)" if result.guesses is None else f"p({printable(result.target)})"
+    p = printable(result.follows)
     return lines if deletion is None else [*lines, "", *deletion_lines(deletion, p)]
 
 
@@ -116,8 +120,8 @@ def deletion_lines(deletion, p: str = "p(target)") -> list[str]:
     lines = _wrapped(f"deletion: AOPC, the mean drop of {p} as the words are masked in each method's order "
                      f"({len(random)} random orders: {random.mean():#.4g} ± {random.std():#.4g}, best "
                      f"{random.max():#.4g})")
-    lines += [f"  {TITLES[k]:<{width}} {v:#10.4g}{'  beats every random order' if deletion.beats_random(k) else ''}"
-              for k, v in deletion.aopc.items()]
+    said = {"beats": "  beats every random order", "ties": "  ties the best random order"}
+    lines += [f"  {TITLES[k]:<{width}} {v:#10.4g}{said.get(deletion.verdict(k), '')}" for k, v in deletion.aopc.items()]
     return [*lines, *_wrapped(deletion_sentence(deletion, TITLES, p))]
 
 

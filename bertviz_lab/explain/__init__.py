@@ -2,6 +2,7 @@
 
 score.py says what is explained (F: a target's logit at a [MASK], minus a contrast's; or ELECTRA's replaced-token
 logit), methods.py computes each method (attention, rollout, flow, value-weighted norms, gradients, integrated
-gradients with Captum, occlusion), checks.py compares them (Spearman agreement) and tests them (deletion curves
-against random orders), report.py runs them all on one input.
+gradients with Captum, occlusion; the four read from attention never read F, so they are the same for any target
+or contrast), rank.py ranks (ties, Spearman's rho and its permutation p-value), checks.py compares the methods
+(agreement) and tests them (deletion curves against random orders), report.py runs them all on one input.
 """

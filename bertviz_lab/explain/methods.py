@@ -1,6 +1,6 @@
 """Eight answers to "which tokens made BERT guess this?", one function each, every one a (T,) float64 array.
 
-Read from attention (what the [MASK] looked at):
+Read from attention (what the [MASK] looked at; they never read F: the same for any target or contrast):
 - `attention`: one layer's weights from the explained position (mean over heads, or one head).
 - `rollout` (Abnar & Zuidema, 2020): per layer A' = 0.5 mean_heads(A) + 0.5 I (the residual stream as half of
   the mixing), rows renormalised; R = A'_L ... A'_1; the explained position's row of R.
@@ -9,11 +9,13 @@ Read from attention (what the [MASK] looked at):
 - `value_norm` (Kobayashi et al., 2020), last layer: || sum_h alpha_h[m, j] f_h(x_j) ||, f_h(x) = (x W_V^h + b_V^h)
   W_O^h: the weight times the size of what token j actually sends.
 Read from F itself (what changes the score), on the word vectors e_j (position and segment vectors held fixed):
-- `gradient`: || dF/de_j ||, `gradient_x_input`: e_j . dF/de_j (signed), both from one Captum backward.
+- `gradient`: || dF/de_j || (the rate of change of F in the steepest direction), `gradient_x_input`: e_j . dF/de_j
+  (signed), both from one Captum backward.
 - `integrated_gradients` (Sundararajan et al., 2017; Captum's LayerIntegratedGradients, 50 Gauss-Legendre steps):
   the path integral of the gradient from a baseline ([PAD] everywhere but [CLS], [SEP] and the explained
   position) to the input; its sum over tokens is F(x) - F(baseline) up to the convergence delta.
-- `occlusion`: F(x) - F(x with token j replaced by [MASK]); 0 for [CLS], [SEP] and the explained position.
+- `occlusion`: F(x) - F(x with token j replaced by [MASK]), one token at a time (so blind to tokens that matter only
+  together, and itself a method to test, not ground truth); 0 for [CLS], [SEP] and the explained position.
 
 Captum is imported inside the functions that use it: it costs over a second to import, and most pages never do.
 """

@@ -24,12 +24,12 @@ class Method:
     title: str
     signed: bool  # can be negative (a token that argues against the guess): drawn on a diverging scale
     definition: str  # one line, under its strip
-    kind: str  # "attention" (read from the weights) or "score" (read from F)
+    kind: str  # "attention" (read from the weights: the same for any target or contrast) or "score" (read from F)
 
 
 METHODS = {x.key: x for x in (
     Method("attention", "attention", False, "the weights from the [MASK] to each token in one layer (mean over "
-           "heads unless one head is picked): where it looked, not why", "attention"),
+           "heads unless one head is picked): where it looked, a clue to test", "attention"),
     Method("rollout", "rollout", False, "attention multiplied through every layer, each layer's weights averaged "
            "with the identity for the residual stream (Abnar & Zuidema 2020)", "attention"),
     Method("flow", "attention flow", False, "the most 'attention' that can flow from each token to the [MASK] "
@@ -37,13 +37,13 @@ METHODS = {x.key: x for x in (
     Method("value_norm", "value-weighted norm", False, "last layer: the size of what each token sends the [MASK], "
            "|| Σ_h α_h f_h(x_j) ||, weight times transformed value (Kobayashi et al. 2020)", "attention"),
     Method("gradient", "gradient", False, "|| dF/de_j ||: how fast the score changes when the token's word vector "
-           "moves, in any direction", "score"),
+           "moves in the steepest direction (the gradient's length)", "score"),
     Method("gradient_x_input", "gradient × input", True, "e_j · dF/de_j: the first-order guess at what the "
            "token's word vector adds to the score (signed)", "score"),
     Method("integrated_gradients", "integrated gradients", True, "the gradient averaged along the path from a "
            "[PAD] sentence to this one, times the difference: adds up to F(x) - F(baseline) (signed)", "score"),
-    Method("occlusion", "occlusion", True, "F(x) - F(x with this token replaced by [MASK]): what removing it "
-           "really does to the score (signed)", "score"),
+    Method("occlusion", "occlusion", True, "F(x) - F(x with this one token replaced by [MASK]), one token at a "
+           "time: blind to tokens that matter only together (signed)", "score"),
 )}
 
 

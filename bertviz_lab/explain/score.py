@@ -1,7 +1,9 @@
 """F, the number a Why-this-guess explanation explains, and p, the probability a deletion curve follows.
 
 For a masked-LM guess, F is the target word's logit at one [MASK]; with a contrast word ("why *mat* rather
-than *rug*?"), F = logit(target) - logit(contrast), which cancels what the two words share. For an ELECTRA
+than *rug*?"), F = logit(target) - logit(contrast), which cancels what the two words share, and the deletion
+curve follows sigmoid(F) = p(target) / (p(target) + p(contrast)), a function of F alone: p(target) would fall just
+as far when a removal kills both words. For an ELECTRA
 discriminator, which guesses no words, F is its replaced-token logit at one chosen token. Every attribution
 method explains this one function of the input.
 """
@@ -36,6 +38,17 @@ class Score:
     def replaced(self) -> bool:
         """True for ELECTRA's discriminator: F is "was this token replaced?", p its sigmoid."""
         return self.target is None
+
+    @property
+    def follows(self) -> str:
+        """What a deletion curve follows (`followed`): "p(target)", "sigmoid(F)" with a contrast, or "p(replaced)"."""
+        return "p(replaced)" if self.replaced else "sigmoid(F)" if self.contrast is not None else "p(target)"
+
+    def followed(self, model: BertForPreTraining, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
+        """(B,) what a deletion curve follows: p(target), or with a contrast sigmoid(F), the probability of the
+        target among the two words (p(replaced) for the discriminator, which is sigmoid(F) too)."""
+        f, p = self.evaluate(model, ids, segments)
+        return torch.sigmoid(f) if self.contrast is not None else p
 
     def __call__(self, model: BertForPreTraining, ids: torch.Tensor, segments: torch.Tensor,
                  inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:

@@ -28,24 +28,25 @@ def why(lab, text: str, text_b: str | None = None, *, mask: int = 0, target: str
         kind: str = "strips", ig_steps: int = IG_STEPS) -> go.Figure:
     """Which tokens made the model guess what it guessed at a [MASK]: eight methods side by side.
 
-    The methods explain one number, F: the `target` word's logit at the `mask`-th [MASK] (from 0; default target:
+    Four methods explain one number, F: the `target` word's logit at the `mask`-th [MASK] (from 0; default target:
     the top guess), minus the `contrast` word's when one is given ("why mat rather than rug?"). For an ELECTRA
     discriminator F is its replaced-token logit at token `position` (default: the first word).
 
     kind "strips": one row per method, token by token, each coloured against its own largest value (every method
     has its own units); signed rows: blue raises F, red lowers it. The attention rows (attention at `layer`, from
     0, -1 the last; `head`, None the mean over heads; rollout, flow, value-weighted norm) say where the [MASK]
-    looked, not why the model guessed what it did; the score rows (gradient, gradient × input, integrated gradients
-    with `ig_steps` steps, occlusion) are computed from F itself. Neither kind is right by definition: `deletion`
-    tests them. kind "agreement": Spearman's ρ of every pair of methods over the tokens that can be removed.
+    looked, a clue to test, and never read F: they are the same for any target or contrast; the score rows (gradient, gradient × input, integrated gradients
+    with `ig_steps` steps, occlusion: one token masked at a time) are computed from F itself. Neither kind is right
+    by definition: `deletion` tests them. kind "agreement": Spearman's ρ of every pair of methods over the n tokens
+    that can be removed (the title gives n; over few tokens a large ρ is often chance).
     One sentence is an example, not evidence: try several before trusting a method.
     """
     lab = lab_of(lab)
     result = _explained(lab, text, text_b, mask, target, contrast, position, ig_steps, layer, head)
     if choice(kind, KINDS, "kind") == "agreement":
         rho = np.array([[np.nan if r is None else r for r in row.values()] for row in result.agreement.values()])
-        return figs.agreement_matrix(rho, [vw.TITLES[k] for k in result.agreement],
-                                     "Do the methods rank the tokens alike? Spearman ρ")
+        return figs.agreement_matrix(rho, [vw.TITLES[k] for k in result.agreement], "Do the methods rank the tokens "
+                                     f"alike? Spearman ρ over {len(result.explanation.movable)} tokens")
     e = result.explanation
     looked = f"attention at layer {e.layer}, " + ("mean over heads" if e.head is None else f"head {e.head}")
     return figs.heat_strips({vw.TITLES[k]: v for k, v in e.values.items()},
@@ -58,7 +59,9 @@ def deletion(lab, text: str, text_b: str | None = None, *, mask: int = 0, target
              random_orders: int = checks.RANDOM_ORDERS, seed: int = checks.RANDOM_SEED,
              ig_steps: int = IG_STEPS) -> go.Figure:
     """The causal check of `why` (same arguments): mask the tokens one at a time in the order each method ranks
-    them, most important first, and draw p(target) (a discriminator: p(replaced)) after each removal.
+    them, most important first, and draw p(target) after each removal (with a `contrast`: sigmoid(F) = p(target |
+    target or contrast), which follows F; a discriminator: p(replaced)). Tokens a method ties are averaged over
+    their orders.
 
     A method that found what the score rests on makes it fall faster than `random_orders` random orders do (the
     grey band: their mean ± 1 standard deviation; `seed` draws them); dashed lines are the methods read from
@@ -78,7 +81,7 @@ def deletion(lab, text: str, text_b: str | None = None, *, mask: int = 0, target
             return vw.deletion_for(result, random_orders=random_orders, seed=seed, progress=bar.fraction)
 
     found = lab.remember(key, run)
-    p = "p(replaced)" if result.guesses is None else f"p({html.escape(result.target)})"  # plotly reads HTML
+    p = html.escape(result.follows)  # plotly reads HTML
     return figs.deletion_curves({vw.TITLES[k]: c for k, c in found.curves.items()}, found.random_curves,
                                 {vw.TITLES[k] for k, m in METHODS.items() if m.kind == "attention"}, p,
                                 f"{p} after each removal, in each method's order")

@@ -45,6 +45,7 @@ EXPLAINED = once.Slots("Explaining the guess", keep=8)
 CHECKED = once.Slots("The causal check", keep=8)
 COLUMNS = {"probability": st.column_config.ProgressColumn("probability", format="%.4f", min_value=0, max_value=1),
            "logit": number("%.3f", "logit")}
+VERDICTS = {"beats": "beats every one", "ties": "ties the best", "below": "below the best"}  # Deletion.verdict
 VALUE_FORMAT = "%.6g"  # a method's value in the table: 6 significant digits, as on hover
 
 
@@ -157,7 +158,7 @@ def strips(result: vw.Why, tokenizer: WordPieceTokenizer, replaced: bool) -> Non
                "the framing tokens and the explained position by construction: neither method moves or masks them.")
     left, right = st.columns(2)
     for where, kind, heading in ((left, "attention", f"Read from attention: where {mask_word(tokenizer, replaced)} "
-                                                     "looked"),
+                                                     "looked (F is never read: the same for any target or contrast)"),
                                  (right, "score", "Read from F: what changes the score")):
         where.markdown(f"**{plain(heading)}**\n\n" + "\n".join(
             f"- **{plain(m.title)}**: {plain(definition(k, tokenizer, replaced))}"
@@ -189,14 +190,40 @@ def attention_pickers(ckpt: Checkpoint) -> tuple[int, int | None]:
 
 
 # --- Agreement and the causal check -------------------------------------------------------------------------------
+def lead() -> str:
+    """The page's first caption, counted from METHODS: how many methods read F, and that the others never do."""
+    kinds = [m.kind for m in METHODS.values()]
+    return (f"Which tokens made the model guess what it guessed? {kinds.count('score')} of these {len(kinds)} methods "
+            "answer for one number, F, the score of the guess; the other "
+            f"{kinds.count('attention')} read only the attention, never F, so their rows are the same for any target "
+            "or contrast word. A causal check at the bottom tests every one of them.")
+
+
 def agreement(result: vw.Why) -> None:
     rho = np.array([[np.nan if r is None else r for r in row.values()] for row in result.agreement.values()])
-    names = [vw.TITLES[k] for k in result.agreement]
+    names, n = [vw.TITLES[k] for k in result.agreement], len(result.explanation.movable)
     left, right = st.columns([3, 2])
-    chart(figs.agreement_matrix(rho, names, "Do the methods rank the tokens alike? Spearman ρ"), "why_agreement", left)
+    chart(figs.agreement_matrix(rho, names, f"Do the methods rank the tokens alike? Spearman ρ over {n} tokens"),
+          "why_agreement", left)
     right.markdown(plain(result.agreement_sentence))
-    right.caption("ρ = 1: the same order of the removable tokens; 0: unrelated; −1: reversed. Over the tokens the "
-                  "causal check may remove, so the framing tokens and the explained position are left out.")
+    right.caption(f"ρ = 1: the same order of the {n} removable tokens; 0: unrelated; −1: reversed. Over the tokens "
+                  "the causal check may remove, so the framing tokens and the explained position are left out. "
+                  "Over few tokens a large ρ is often chance: p says how often.")
+
+
+def check_caption(result: vw.Why) -> str:
+    """What the causal check does, naming what its curves follow for this guess."""
+    if result.guesses is None:
+        watched = "p(replaced) at the explained token"
+    elif result.contrast is None:
+        watched = f"{result.follows}, the probability of the guess,"
+    else:
+        watched = (f"{result.follows} = sigmoid(F), the probability of the target against the contrast (a function "
+                   "of F alone: a removal that lowers both words alike leaves it where it was),")
+    return plain(f"Mask the tokens one at a time in the order a method ranks them, most important first (tokens a "
+                 f"method ties have no order among them: the curve averages over their orders), and watch {watched} after each. A "
+                 "method that found what the score rests on makes it fall faster than random orders do. AOPC, the "
+                 "area over the curve, is the mean fall: larger is faster.")
 
 
 def causal_check(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why) -> None:
@@ -211,14 +238,16 @@ def causal_check(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why)
     deletion = once.follow(slot, lambda report: vw.deletion_for(
         result, progress=lambda done, what: report((done, f"Running the {what}: {done:.0%}"))),
         _bar(ckpt), first=(0.0, "Running the deletion curves…"))
-    p = "p(replaced)" if result.guesses is None else f"p({html.escape(result.target)})"  # plotly reads HTML
+    p = html.escape(result.follows)  # plotly reads HTML
     curves = {vw.TITLES[k]: c for k, c in deletion.curves.items()}
     dashed = {vw.TITLES[k] for k, m in METHODS.items() if m.kind == "attention"}
     chart(figs.deletion_curves(curves, deletion.random_curves, dashed, p, f"{p} after each removal, in each "
                                "method's order"), "why_deletion")
     left, right = st.columns([3, 2])
     table = record_table(pd.DataFrame({"method": list(curves), "AOPC": list(deletion.aopc.values()),
-                                       "beats random": [deletion.beats_random(k) for k in deletion.curves]}),
+                                       "beats random": [deletion.beats_random(k) for k in deletion.curves],
+                                       "against random": [VERDICTS.get(deletion.verdict(k), "untested")
+                                                          for k in deletion.curves]}),
                          "why_aopc")
     left.dataframe(table, hide_index=True, column_config={**numbers(table), "beats random": st.column_config.
                    CheckboxColumn(help=f"Its AOPC is above every one of the {len(deletion.random_curves)} random "
@@ -227,4 +256,6 @@ def causal_check(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why)
     if len(random):
         right.metric(f"AOPC of {len(random)} random orders", f"{random.mean():.4f} ± {random.std():.4f}",
                      help="Mean ± standard deviation; the grey band around their mean curve is ±1 of it.")
-    right.markdown(plain(checks.deletion_sentence(deletion, vw.TITLES, html.unescape(p))))
+    right.markdown(plain(checks.deletion_sentence(deletion, vw.TITLES, result.follows)))
+    attention = [k for k, m in METHODS.items() if m.kind == "attention"]
+    st.markdown(plain(checks.attention_sentence(deletion, vw.TITLES, attention, result.follows)))

@@ -1,9 +1,9 @@
 """The Lesson's step after the guess at the mask: which word mattered most for this guess?
 
 Two answers from the model's own numbers (the two of views/why.py's eight that the class can read off at once):
-occlusion, what hiding each word under the mask really does to the guess's score (its logit), and attention,
-where the last layer looked from the mask (mean over heads). The class's guess is scored against occlusion, the
-one that tests; the step says whether attention pointed at the same word, and where each ranks the other's word.
+occlusion, what hiding each word alone under the mask does to the guess's score (its logit), and attention, where
+the last layer looked from the mask (mean over heads). The class's guess is scored against occlusion, the question
+asked ("hiding which one lowers the score most?"); the step says whether attention pointed at the same word, and where each ranks the other's word.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def quiz(found: Mattered) -> Quiz:
         why += (f" {looked}: they disagree. Occlusion ranks “{attended}” {_rank(drop, attended, labels)} of "
                 f"{len(labels)} (hiding it changes the score by {drop[labels.index(attended)]:+.3f}); attention "
                 f"ranks “{best}” {_rank(found.weight, best, labels)} of {len(labels)} (weight "
-                f"{found.weight[labels.index(best)]:.3f}). On this sentence, where the last layer looked is not "
-                "the word the guess rests on most.")
+                f"{found.weight[labels.index(best)]:.3f}). On this sentence, the word the last layer looked at most "
+                "is not the one whose hiding alone lowers the score most.")
     return Quiz(question, best, why, also=also)
 
 

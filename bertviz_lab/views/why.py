@@ -48,8 +48,22 @@ class Why:
         return self.explanation.agreement
 
     @property
+    def agreement_p(self) -> dict[str, float | None]:
+        """Each method's permutation p-value against occlusion (explain/rank.py)."""
+        return checks.agreement_p(self.explanation.values, self.explanation.movable)
+
+    @property
     def agreement_sentence(self) -> str:
-        return checks.agreement_sentence(self.agreement, TITLES)
+        return checks.agreement_sentence(self.agreement, TITLES, self.agreement_p, len(self.explanation.movable))
+
+    @property
+    def follows(self) -> str:
+        """What the deletion curves follow, in the sentence's words: "p(mat)", "p(mat | mat or rug)" (sigmoid(F),
+        with a contrast) or "p(replaced)"."""
+        if self.guesses is None:
+            return "p(replaced)"
+        return f"p({self.target})" if self.contrast is None else \
+            f"p({self.target} | {self.target} or {self.contrast})"
 
 
 def mask_positions(encoding: Encoding, tokenizer: WordPieceTokenizer) -> list[int]:
@@ -177,7 +191,8 @@ def json_report(result: Why, deletion: checks.Deletion | None = None) -> dict:
         "methods": {k: [float(x) for x in v] for k, v in e.values.items()},
         "ig": {"steps": e.ig.steps, "score": e.ig.score, "baseline_score": e.ig.baseline_score,
                "delta": e.ig.delta, "flagged": e.ig.flagged},
-        "agreement": result.agreement,
+        "agreement": result.agreement, "agreement_p": result.agreement_p,
+        "removable": len(e.movable),
         "attention": {"layer": e.layer, "head": e.head},
     }
     if deletion is not None:
@@ -185,7 +200,9 @@ def json_report(result: Why, deletion: checks.Deletion | None = None) -> dict:
             "positions": list(deletion.positions),
             "curves": {k: [float(x) for x in v] for k, v in deletion.curves.items()},
             "aopc": deletion.aopc, "random_aopc": [float(x) for x in deletion.random_aopc],
-            "beats_random": {k: deletion.beats_random(k) for k in deletion.curves}}
+            "beats_random": {k: deletion.beats_random(k) for k in deletion.curves},
+            "verdict": {k: deletion.verdict(k) for k in deletion.curves}, "follows": deletion.follows,
+            "tied": {k: deletion.tied(k) for k in deletion.curves}}
     return report
 
 

@@ -2,7 +2,7 @@
 `python -m bench.why_disagree` (views/why_examples.py reads them). Written by that script: run it again to
 regenerate this file, never edit it by hand."""
 
-SEARCH = {'date': '2026-11-26', 'sentences': 300, 'seed': 0, 'min_words': 6, 'median_rho': 0.11515151515151516}
+SEARCH = {'date': '2026-12-01', 'sentences': 300, 'seed': 0, 'min_words': 6, 'median_rho': 0.11515151515151516}
 FOUND = (
     {'text': 'they [MASK] into the garden yesterday .', 'kind': 'verb', 'word': 'raced',
      'target': 'buzzed', 'rho': -1.0,
