@@ -18,7 +18,7 @@ TABS = {"Relations by head": ui.relations_tab, "Search by a head": ui.search_tab
 st.title("Syntax across a corpus")
 st.caption("One sentence's attention can show anything. These tabs count over hundreds of sentences with their "
            "dependency trees, each beside a baseline that needs no model, so a pattern can be told from chance. "
-           "Heads are named L·H· from 0, as on the Attention page.")
+           "Heads are named as on the Attention page: L2 H1 is head 1 of layer 2, both counted from 0.")
 ckpt = active_model()
 family_note(ckpt)
 state.keep(*K.INPUTS)  # the closed tabs' choices, kept while another tab is open

@@ -106,7 +106,7 @@ def test_json_is_the_reports_and_shaped_by_the_model(without_control):
     got, want = without_control
     for key, value in want.items():
         assert got[key] == value, key  # every number as analyse() computes it, the agreement pairs included
-    assert got["sentences"] == SENTENCES and got["corpus"].startswith("the story world (40 sentences")
+    assert got["sentences"] == SENTENCES and got["corpus"] == "the story world (seed 0)"  # the count is said once, beside it
     layers = got["probe"]["layers"]
     assert [s["layer"] for s in layers] == list(range(LAYERS + 1))  # 0: the embeddings' output, then each layer
     assert "random_weights" not in got["probe"] and got["probe"]["train_sentences"] == 30
@@ -139,7 +139,7 @@ def test_the_tables_show_the_jsons_numbers(capsys, folder, without_control):
     got = without_control[0]
     out = run(capsys, folder, "--sentences", SENTENCES, "--no-control")
     lines = out.splitlines()
-    assert lines[0].startswith("the story world (40 sentences, seed 0): 40 sentences; the probe trained on 30")
+    assert lines[0].startswith("the story world (seed 0): 40 sentences; the probe trained on 30")
     for name, entry in got["relations"].items():
         row = next(line for line in lines if line.split()[:1] == [name])
         few = entry["count"] < 10  # the best of L x H heads on so few is mostly luck: said on the row

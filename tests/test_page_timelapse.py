@@ -87,9 +87,8 @@ def test_the_shipped_history_shows_the_previous_token_head_forming():
     assert heads_table["before"].str.startswith("no clear role").all(), heads_table["before"]
     after = dict(zip(heads_table["head"], heads_table["after"]))
     # on the probe set every verb's subject is the word before it: the previous-token head reads as one first
-    assert after["layer 0 head 2"].startswith("previous token 0.88 (verb → subject 0.98: on these probes, the "
-                                              "previous token)")
-    assert after["layer 1 head 2"].startswith("next token 0.92 (determiner → noun 0.97")
+    assert after["layer 0 head 2"] == "previous token 0.88 (= verb → subject 0.98)"  # whole in a laptop's cell
+    assert after["layer 1 head 2"].startswith("next token 0.92 (= determiner → noun 0.97")
     assert after["layer 0 head 3"].startswith("no clear role")  # its best, verb → subject 0.09, is uniform's
     captions = " ".join(c.value for c in at.caption)
     assert "hold 26% of the variance" in captions and "the steps are not to scale" in captions

@@ -180,3 +180,19 @@ def test_bad_input_is_refused_with_a_sentence():
         predict(report, 1, vectors[0], tree)
     with pytest.raises(InputError, match="shape"):
         predict(report, 0, vectors[0][:, :-1], tree)
+
+
+def test_a_rerun_on_another_number_of_threads_gives_the_same_probes_bit_for_bit():
+    train, test = corpus(6, 200, d=64, layers=2, noise=0.5), corpus(7, 20, d=64, layers=2, noise=0.5)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        first = probe_layers(train, test, rank=32, seed=1, steps=30)
+        torch.set_num_threads(2)
+        again = probe_layers(train, test, rank=32, seed=1, steps=30)
+        assert torch.get_num_threads() == 2  # the probe puts the caller's count back
+    finally:
+        torch.set_num_threads(before)
+    assert first.layers == again.layers
+    for a, b in zip(first.distance_probes + first.depth_probes, again.distance_probes + again.depth_probes):
+        np.testing.assert_array_equal(a, b)

@@ -100,8 +100,7 @@ def test_a_grammatical_role_that_is_a_positional_one_on_the_probes_reads_as_posi
     probe_set.roles.update(verb_subject=np.array([[0.98, 0.1]]), self=np.array([[0.0, 0.1]]))
     probe_set.chance["verb_subject"] = 0.2
     assert vt.twins(probe_set) == {"det_noun": "next", "verb_subject": "previous"}
-    assert vt.role_text(probe_set, 0, 0) == ("previous token 0.88 (verb → subject 0.98: on these probes, the "
-                                             "previous token)")
+    assert vt.role_text(probe_set, 0, 0) == "previous token 0.88 (= verb → subject 0.98)"
     assert "cannot be told apart from previous- and next-token heads here" in vt.twins_note(probe_set)
     history = lapse(probe_set)
     (line,) = vt.formed_lines(history, "verb_subject")

@@ -168,12 +168,14 @@ def probe_lines(report) -> list[str]:
     if control:
         top = max(control.layers, key=lambda s: s.uuas)
         best += f"; random weights at best {top.uuas:.3f} (layer {top.layer})"
-    return [*rows, best]
+    unfitted = [f"not fitted at layer {layer}{' (random weights)' if what is control else ''}: {why}"
+                for what in (probe, control) if what for layer, why in what.unfitted().items()]
+    return [*rows, best, *unfitted]
 
 
 def agreement_lines(report) -> list[str]:
     """Accuracy by number of attractors with the pairs counted, and the example's two probabilities."""
-    from bertviz_lab.syntax.agreement import chance_note
+    from bertviz_lab.syntax.agreement import verdict
 
     agreement = report.agreement
     if agreement is None:
@@ -188,7 +190,7 @@ def agreement_lines(report) -> list[str]:
     if pair is not None:
         rows.append(f"{printable(pair.masked)}   p({pair.right}) = {pair.p_right:.4f}, p({pair.wrong}) = "
                     f"{pair.p_wrong:.4f}")
-    return [*rows, chance_note(agreement)]
+    return [*rows, verdict(agreement)]
 
 
 class Bar:

@@ -31,6 +31,8 @@ class AgreementPair:
     wrong: str
     attractors: int
     plural: bool  # the subject's number
+    nearest_agrees: bool = True  # whether the noun nearest the verb has the subject's number (it is the subject's
+    # own noun without a phrase in between): a model that copied the nearest noun's number would get this pair right
 
     def masked_words(self, mask_token: str) -> list[str]:
         words = list(self.tree.words)
@@ -45,7 +47,8 @@ def _pair(ref, places: list[tuple[str, bool]], tense: str, feeling: str) -> Agre
     b = Builder()
     tree = end(b, agreement(b, ref, [text for text, _ in places], right, feeling), "agreement")
     attractors = sum(number != plural for _, number in places)
-    return AgreementPair(tree, tree.relations.index("cop"), right, wrong, attractors, plural)
+    nearest = places[-1][1] == plural if places else True
+    return AgreementPair(tree, tree.relations.index("cop"), right, wrong, attractors, plural, nearest)
 
 
 # The issue's own example, first, so the page and the CLI can show how the shipped model does on it.

@@ -122,18 +122,17 @@ def relation_lines(steps: list[int], relations: list[str], accuracy: np.ndarray,
 
 def agreement_lines(steps: list[int], accuracy: np.ndarray, title: str) -> go.Figure:
     """accuracy (S, A): the share of agreement pairs the model gets right with 0..A-1 attractors (NaN: no pair),
-    and chance, 50% (half the subjects are plural: a model that ignores the subject gets half right), dashed."""
+    and chance, 50% (half the subjects are plural: a model that ignores the subject gets half right), dashed and
+    named in the legend below the chart (a label on the line itself lay over the lines near 50%)."""
     S, A = accuracy.shape
     traces = [go.Scatter(x=list(range(S)), y=accuracy[:, k], mode="lines+markers",
                          name=f"{k} attractor{'s' * (k != 1)}", line=dict(color=RUN_COLORS[k % len(RUN_COLORS)],
                                                                           width=2.5), customdata=steps,
                          hovertemplate=f"{k} attractor{'s' * (k != 1)}, step %{{customdata:,}}: %{{y:.0%}}"
                                        "<extra></extra>") for k in range(A)]
+    traces.append(_dashed(S, 0.5, CHANCE))
     layout = dict(xaxis=frame_axis(steps), yaxis=dict(title=dict(text="pairs agreed on"), range=[0, 1.02],
                                                       tickformat=".0%"),
                   legend=dict(LEGEND, y=-0.42, yanchor="top", x=0, xanchor="left"),  # below: a narrow column
                   hovermode="closest")
-    fig = go.Figure(traces, layout=house(layout, title, 420))
-    fig.add_hline(y=0.5, line=dict(color=CHANCE_COLOR, width=1.5, dash="dash"), annotation_position="top left",
-                  annotation=dict(text=CHANCE, font=dict(color=CHANCE_COLOR), bgcolor="rgba(255,255,255,0.8)"))
-    return fig
+    return go.Figure(traces, layout=house(layout, title, 420))

@@ -30,6 +30,7 @@ class PairScore:
     attractors: int
     p_right: float
     p_wrong: float
+    nearest_agrees: bool = True  # the noun nearest the verb has the subject's number (corpus/agreement.py)
 
     @property
     def agrees(self) -> bool:
@@ -114,16 +115,73 @@ def _scores(model, tokenizer, ready: list, device, progress) -> list[PairScore]:
         probs = torch.softmax(out.mlm_logits.float(), dim=-1).cpu().numpy()  # (N, V), rows in batch order
         for row, (pair, _, _, right, wrong) in enumerate(chunk):
             scores.append(PairScore(pair.tree.text, " ".join(pair.masked_words(tokenizer.mask_token)), pair.right,
-                                    pair.wrong, pair.attractors, float(probs[row, right]), float(probs[row, wrong])))
+                                    pair.wrong, pair.attractors, float(probs[row, right]), float(probs[row, wrong]),
+                                    pair.nearest_agrees))
         if progress:
             progress(min(start + BATCH, len(ready)), len(ready))
     return scores
 
 
-def chance_note(agreement: Agreement) -> str:
-    """What 50% means here: half the subjects of each count are plural, so a model that always writes one form, or
-    ignores the subject, agrees on about half the pairs."""
-    accuracy = [a for a in agreement.accuracy().values() if a is not None]
-    worst = min(accuracy) if accuracy else float("nan")
-    return ("A model that guessed the form without looking at the subject would be right about half the time "
-            f"(50%); the lowest accuracy here is {worst:.0%}." if np.isfinite(worst) else "")
+def chance_band(pairs: int) -> float:
+    """Half the width of the 95% band around 50% for `pairs` coin flips (1.96 standard errors): an accuracy
+    within it is at chance."""
+    return 1.96 * float(np.sqrt(0.25 / pairs))
+
+
+def standing(accuracy: float, pairs: int) -> str:
+    """"above", "at" or "below" chance (50%, within `chance_band`)."""
+    band = chance_band(pairs)
+    return "above" if accuracy > 0.5 + band else "below" if accuracy < 0.5 - band else "at"
+
+
+def nearest_noun(agreement: Agreement) -> dict[int, float]:
+    """attractors -> the accuracy of a model that copies the number of the noun nearest the verb, on these pairs."""
+    out = {}
+    for k, (_, n) in agreement.counts().items():
+        if n:
+            out[k] = sum(s.nearest_agrees for s in agreement.scores if s.attractors == k) / n
+    return out
+
+
+def _span(shares: list[float]) -> str:
+    low, high = f"{min(shares):.0%}", f"{max(shares):.0%}"
+    return low if low == high else f"{low}-{high}"
+
+
+def _counts(ks: list[int]) -> str:
+    words = [str(k) for k in ks]
+    told = ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
+    return "no attractor" if ks == [0] else f"{told} attractor{'s' * (ks != [1])}"
+
+
+def verdict(agreement: Agreement) -> str:
+    """Chance and the nearest-noun baseline, then at each number of attractors whether the model is above, at or
+    below chance, computed from its counts; below chance with attractors, it follows the attractor."""
+    counts, nearest = agreement.counts(), nearest_noun(agreement)
+    scored = {k: (right / n, n) for k, (right, n) in counts.items() if n}
+    if not scored:
+        return ""
+    fewest = min(n for _, n in scored.values())
+    attracted = [v for k, v in nearest.items() if k > 0]
+    said = ("A model that ignored the subject would be right about half the time (50%: half the subjects are "
+            f"plural; with {fewest:,} pairs, {50 - 100 * chance_band(fewest):.0f}-{50 + 100 * chance_band(fewest):.0f}"
+            "% is still chance). One that copied the number of the noun nearest the verb would score "
+            + (f"{nearest[0]:.0%} with no attractor" if 0 in nearest else "")
+            + (" and " if 0 in nearest and attracted else "")
+            + (f"{_span(attracted)} with attractors" if attracted else "") + ".")
+    groups: dict[str, list[int]] = {}
+    for k, (accuracy, n) in scored.items():
+        groups.setdefault(standing(accuracy, n), []).append(k)
+    parts = []
+    for where in ("above", "at", "below"):
+        if where in groups:
+            ks = groups[where]
+            shares = ", ".join(f"{scored[k][0]:.0%}" for k in ks)
+            follows = where == "below" and 0 not in ks
+            parts.append(f"with {_counts(ks)} {shares}, {where} chance"
+                         + (": the model follows the attractor, agreeing with the nearer noun more often than with "
+                            "its subject" if follows else ""))
+    said += " Here: " + "; ".join(parts) + "."
+    if any(k > 0 for k in groups.get("below", []) + groups.get("at", [])):
+        said += " So across an attractor this model does not make the verb agree with its subject."
+    return said

@@ -24,16 +24,11 @@ import torch
 
 from bertviz_lab.corpus.tree import Tree
 from bertviz_lab.errors import InputError
+from bertviz_lab.syntax.probe_fit import (MIN_FOR_DEV, PROBE_THREADS, STEPS, Fit, Sentence, chain_loss, depth_loss,
+                                         distance_loss, gold, mean_depth_loss, stacked, threads, train_probe,
+                                         whitening)
 
-# Full-batch Adam on whitened inputs (`whitening`): on the shipped model's story-world sentences the test UUAS
-# levels off within 50-100 steps (unwhitened it still climbs after 800). Every CHECK_EVERY steps the loss on a dev
-# split (a tenth of the training sentences) is measured, and the probe kept is the one with the lowest; the last step
-# when the training set is too small to spare one (fewer than MIN_FOR_DEV sentences).
-STEPS, LEARNING_RATE, CHECK_EVERY, MIN_FOR_DEV = 100, 0.01, 10, 10
-SHRINK = 0.1  # whitening adds this times the mean variance to every direction's: a rare direction is not blown up
 SPEARMAN_LENGTHS = range(5, 51)  # the sentence lengths DSpr averages over, as in the paper
-
-Sentence = tuple[np.ndarray, Tree]  # (L+1, W, d) word vectors at every layer, and the sentence's gold tree
 
 
 @dataclass(frozen=True)
@@ -42,6 +37,16 @@ class LayerScore:
     uuas: float  # share of gold edges (non-punctuation) the predicted spanning tree finds
     spearman: float  # DSpr: predicted against gold distances, 5..50-word sentences
     root_accuracy: float  # share of sentences whose shallowest predicted word is the gold root
+    distance_fit: Fit  # how the distance probe's training went (its dev loss)
+    depth_fit: Fit
+
+    def problem(self) -> str:
+        """Why this layer's probes cannot be taken as fitted ("" when they can): the distance probe's reason first."""
+        distance, depth = self.distance_fit.problem(), self.depth_fit.problem()
+        if distance == depth:
+            return distance and f"for both probes, {distance}"
+        return "; ".join(f"for the {name} probe, {why}" for name, why in (("distance", distance), ("depth", depth))
+                         if why)
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,10 @@ class ProbeReport:
     test_sentences: int
     rank: int  # k
     steps: int
+
+    def unfitted(self) -> dict[int, str]:
+        """layer -> why its probes cannot be taken as fitted, for every such layer."""
+        return {s.layer: s.problem() for s in self.layers if s.problem()}
 
 
 @dataclass(frozen=True)
@@ -170,95 +179,6 @@ def predicted_depths(vectors: np.ndarray, probe: np.ndarray) -> np.ndarray:
     return (projected**2).sum(-1)
 
 
-def whitening(vectors: torch.Tensor) -> torch.Tensor:
-    """(n, d) word vectors -> (d, d) symmetric matrix whose product with them has (near) identity second moments.
-
-    Training runs on the whitened vectors, where Adam's one step size suits every direction; a probe B trained
-    there is the probe (whitening @ B) of the raw vectors, the same family of functions. The moments are not
-    centered: the depth probe ||h B||^2 has no bias, as in the paper. (In torch: numpy's eigh is 100 times slower
-    on a busy 2-core machine.)"""
-    values, directions = torch.linalg.eigh(vectors.T @ vectors / len(vectors))
-    values = values.clamp_min(0.0)
-    values = values + max(SHRINK * float(values.mean()), 1e-12)
-    return (directions / values.sqrt()) @ directions.T
-
-
-def stacked(sentences: list[Sentence], layer: int) -> torch.Tensor:
-    """(n, d) float64: one layer's word vectors of every sentence, one sentence after another."""
-    return torch.from_numpy(np.concatenate([v[layer] for v, _ in sentences]).astype(np.float64))
-
-
-@dataclass(frozen=True)
-class Padded:
-    """Sentences' word vectors at one layer, one after another, and their gold labels padded to the longest."""
-
-    vectors: torch.Tensor  # (n, d) float32, n = the words of all sentences
-    mask: torch.Tensor  # (N, T) bool: a word, not padding; True n times, in the vectors' order
-    lengths: torch.Tensor  # (N,) float
-    distances: torch.Tensor  # (N, T, T) gold tree distances, 0 past a sentence's end
-    depths: torch.Tensor  # (N, T) gold depths, 0 past a sentence's end
-
-    def project(self, probe: torch.Tensor) -> torch.Tensor:
-        """(d, k) probe -> (N, T, k) each word's projection, zeros past a sentence's end (the matrix product only
-        on real words: padding is almost half the rows of the story world's sentences)."""
-        projected = self.vectors @ probe  # (n, k)
-        padded = projected.new_zeros((*self.mask.shape, probe.shape[1]))
-        padded[self.mask] = projected
-        return padded
-
-
-def gold(trees: list[Tree]) -> Padded:
-    """The trees' distances and depths padded as float32 tensors, no vectors yet (they change with the layer)."""
-    n, longest = len(trees), max(len(t) for t in trees)
-    mask = np.zeros((n, longest), bool)
-    distances, depths = np.zeros((n, longest, longest), np.float32), np.zeros((n, longest), np.float32)
-    for i, t in enumerate(trees):
-        w = len(t)
-        mask[i, :w] = True
-        distances[i, :w, :w], depths[i, :w] = t.distances(), t.depths()
-    lengths = torch.tensor([len(t) for t in trees], dtype=torch.float32)
-    return Padded(torch.empty(0, 0), torch.from_numpy(mask), lengths, torch.from_numpy(distances),
-                  torch.from_numpy(depths))
-
-
-def distance_loss(batch: Padded, probe: torch.Tensor) -> torch.Tensor:
-    """Hewitt & Manning's L1 distance loss: per sentence sum_ij |gold - predicted| / W^2, averaged over sentences."""
-    projected = batch.project(probe)  # (N, T, k)
-    norms = (projected**2).sum(-1)  # (N, T)
-    predicted = norms[:, :, None] + norms[:, None, :] - 2 * projected @ projected.transpose(1, 2)  # (N, T, T)
-    pairs = batch.mask[:, :, None] & batch.mask[:, None, :]
-    error = torch.where(pairs, (predicted - batch.distances).abs(), 0.0).sum((1, 2))
-    return (error / batch.lengths**2).mean()
-
-
-def depth_loss(batch: Padded, probe: torch.Tensor) -> torch.Tensor:
-    """Hewitt & Manning's L1 depth loss: per sentence sum_i |gold - predicted| / W, averaged over sentences."""
-    predicted = (batch.project(probe) ** 2).sum(-1)  # (N, T)
-    error = torch.where(batch.mask, (predicted - batch.depths).abs(), 0.0).sum(1)
-    return (error / batch.lengths).mean()
-
-
-def train_probe(loss: Callable[[Padded, torch.Tensor], torch.Tensor], train: Padded, dev: Padded | None, rank: int,
-                steps: int, generator: torch.Generator) -> torch.Tensor:
-    """A (d, rank) probe trained full batch with Adam from uniform(-0.05, 0.05) (the paper's start); the one kept is
-    the lowest dev loss among every CHECK_EVERY-th step (the last step without a dev split)."""
-    d = train.vectors.shape[-1]
-    probe = (torch.rand(d, rank, generator=generator) * 0.1 - 0.05).requires_grad_()
-    optimizer = torch.optim.Adam([probe], lr=LEARNING_RATE)
-    best, kept = float("inf"), probe.detach().clone()
-    with torch.enable_grad():
-        for step in range(1, steps + 1):
-            optimizer.zero_grad()
-            loss(train, probe).backward()
-            optimizer.step()
-            if dev is not None and (step % CHECK_EVERY == 0 or step == steps):
-                with torch.no_grad():
-                    score = float(loss(dev, probe))
-                if score < best:
-                    best, kept = score, probe.detach().clone()
-    return (kept if dev is not None else probe.detach()).double()
-
-
 def check_sentences(sentences: list[Sentence], split: str, shape: tuple[int, int] | None) -> tuple[int, int]:
     """The (L+1, d) every sentence's vectors share, or an InputError naming the first that does not fit."""
     if not sentences:
@@ -279,20 +199,29 @@ def check_sentences(sentences: list[Sentence], split: str, shape: tuple[int, int
     return shape
 
 
+
 def probe_layers(train: list[Sentence], test: list[Sentence], rank: int = 64, seed: int = 0, steps: int = STEPS,
                  progress: Callable[[int, int, str], None] | None = None) -> ProbeReport:
     """Distance and depth probes of rank min(rank, d) trained on `train` at every layer and scored on `test`;
-    `progress(done, total, message)` after each layer. Seeded: the same sentences give the same report."""
+    `progress(done, total, message)` after each layer. Seeded, on PROBE_THREADS threads: the same sentences give
+    the same report, bit for bit, whatever the caller's thread count."""
     layers, d = check_sentences(train, "training", None)
     check_sentences(test, "test", (layers, d))
     if rank < 1 or steps < 1:
         raise InputError(f"the probe needs a rank and a number of steps of at least 1 (got {rank} and {steps})")
-    rank = min(rank, d)
+    with threads(PROBE_THREADS):
+        return _probe_layers(train, test, layers, min(rank, d), seed, steps, progress)
+
+
+def _probe_layers(train: list[Sentence], test: list[Sentence], layers: int, rank: int, seed: int, steps: int,
+                  progress: Callable[[int, int, str], None] | None) -> ProbeReport:
     order = np.random.default_rng(seed).permutation(len(train))
     n_dev = len(train) // 10 if len(train) >= MIN_FOR_DEV else 0
     fit, dev = [train[i] for i in order[n_dev:]], [train[i] for i in order[:n_dev]]
     test_trees = [t for _, t in test]
     fit_gold, dev_gold = gold([t for _, t in fit]), gold([t for _, t in dev]) if dev else None
+    chain = chain_loss(dev_gold) if dev else float("nan")  # the baselines' dev losses: they read no vector
+    flat = mean_depth_loss(dev_gold, float(fit_gold.depths[fit_gold.mask].mean())) if dev else float("nan")
     scores, distance_probes, depth_probes = [], [], []
     for layer in range(layers):
         vectors = stacked(fit, layer)
@@ -300,12 +229,13 @@ def probe_layers(train: list[Sentence], test: list[Sentence], rank: int = 64, se
         fit_batch = replace(fit_gold, vectors=(vectors @ whiten).float())
         dev_batch = replace(dev_gold, vectors=(stacked(dev, layer) @ whiten).float()) if dev else None
         generator = torch.Generator().manual_seed(seed * 1000 + layer)
-        distance = (whiten @ train_probe(distance_loss, fit_batch, dev_batch, rank, steps, generator)).numpy()
-        depth = (whiten @ train_probe(depth_loss, fit_batch, dev_batch, rank, steps, generator)).numpy()
+        distance, distance_fit = train_probe(distance_loss, fit_batch, dev_batch, rank, steps, generator, chain)
+        depth, depth_fit = train_probe(depth_loss, fit_batch, dev_batch, rank, steps, generator, flat)
+        distance, depth = (whiten @ distance).numpy(), (whiten @ depth).numpy()
         distances = [predicted_distances(v[layer], distance) for v, _ in test]
         depths = [predicted_depths(v[layer], depth) for v, _ in test]
         scores.append(LayerScore(layer, uuas(distances, test_trees), distance_spearman(distances, test_trees),
-                                 root_accuracy(depths, test_trees)))
+                                 root_accuracy(depths, test_trees), distance_fit, depth_fit))
         distance_probes.append(distance)
         depth_probes.append(depth)
         if progress is not None:

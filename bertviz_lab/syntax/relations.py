@@ -7,8 +7,10 @@ with attention to itself set to 0, a word's predicted head is
     head → dependent   the word that attends to it most (the argmax of its column: their "transpose" mode)
 
 and the head's accuracy on a relation is the share of that relation's dependents whose prediction is the gold
-head. Every word but the root counts (it has no head word), each under its relation without subtype
-(`Tree.base_relation`: acl:relcl is acl); "all" pools them, punctuation included, as their "all" does (their
+head. Every word but the root counts (it has no head word), each under its relation; a subtype (obl:tmod,
+nmod:poss, acl:relcl) is a relation of its own when it has MIN_COUNT dependents or more (a temporal oblique's head
+is found by other heads than a place's), else it is counted under its base relation (`Tree.base_relation`) and
+`Relations.merged` says so, for the page to say it (Clark et al. always merge them); "all" pools them, punctuation included, as their "all" does (their
 special case for possessives, which reads the word after "'s", is left out; their "all" also counts root words,
 which an attention head can never get right, so the two "all" figures differ). The baseline is their
 `offset_predictor`: the head is always the word `offset` away (past either end it is wrong), at every offset
@@ -53,6 +55,7 @@ class Relations:
     offset_accuracy: np.ndarray  # (R, len(offsets)): the baseline at each; on a tie the first (leftmost) wins
     hits: dict[tuple[str, int], tuple[Example, ...]]  # (relation, direction) -> where its best head is right
     misses: dict[tuple[str, int], tuple[Example, ...]]  # ... and where it is wrong
+    merged: dict[str, int]  # subtype -> its dependents, for each subtype too rare to stand alone (under its base)
 
     def best(self, relation: str, direction: int | str) -> tuple[tuple[int, int], float]:
         """((layer, head), accuracy) of the head that follows `relation` best in `direction` (index or name)."""
@@ -101,7 +104,7 @@ def _dependents(readings: list[SentenceReading], trees: list[Tree]) -> _Dependen
         sentence.append(np.full(len(words), s))
         word.append(words)
         head.append(np.array(tree.heads, dtype=np.int64)[words])
-        relation += [tree.base_relation(i) for i in words]
+        relation += [tree.relations[i] for i in words]
         predicted.append(predictions(reading.attention)[..., words].astype(np.int16))  # W <= 512
     return _Dependents(np.concatenate(sentence), np.concatenate(word), np.concatenate(head), relation,
                        np.concatenate(predicted, axis=-1))
@@ -128,6 +131,9 @@ def relations_by_head(readings: list[SentenceReading], trees: list[Tree], exampl
     deps = _dependents(readings, trees)
     if not deps.relation:
         raise InputError("these sentences have no word with a head: every one is a single root")
+    labels, n = np.unique(deps.relation, return_counts=True)
+    merged = {str(r): int(c) for r, c in zip(labels, n) if ":" in r and c < MIN_COUNT}
+    deps.relation[:] = [r.split(":")[0] if r in merged else r for r in deps.relation]
     names, n = np.unique(deps.relation, return_counts=True)
     order = sorted(range(len(names)), key=lambda k: (-n[k], names[k]))
     relations = [ALL] + [str(names[k]) for k in order]
@@ -149,4 +155,4 @@ def relations_by_head(readings: list[SentenceReading], trees: list[Tree], exampl
         for d in range(2):
             layer, head = np.unravel_index(int(np.argmax(accuracy[k, d])), accuracy.shape[2:])
             hits[name, d], misses[name, d] = _examples(deps, chosen, deps.predicted[d, layer, head], examples)
-    return Relations(relations, counts, accuracy, baseline, offsets, offset_accuracy, hits, misses)
+    return Relations(relations, counts, accuracy, baseline, offsets, offset_accuracy, hits, misses, merged)

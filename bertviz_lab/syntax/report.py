@@ -39,7 +39,7 @@ Progress = Callable[[float, str], None]
 @dataclass(frozen=True)
 class Corpus:
     trees: list[Tree]
-    name: str  # "the story world (1,200 sentences)" or the treebank's file name
+    name: str  # "the story world (seed 0)" or the treebank's file name
     note: str = ""  # sentences left out, and why
 
     @property
@@ -49,7 +49,7 @@ class Corpus:
 
 
 def story_corpus(sentences: int = STORY_SENTENCES, seed: int = 0) -> Corpus:
-    return Corpus(treebank(sentences, seed), f"the story world ({sentences:,} sentences, seed {seed})")
+    return Corpus(treebank(sentences, seed), f"the story world (seed {seed})")  # the count is said beside it
 
 
 def _unreadable(tokenizer, tree: Tree, max_tokens: int) -> str:

@@ -125,10 +125,10 @@ def analysed(ckpt: Checkpoint, source: Source | None) -> SyntaxReport | None:
     ask = st.empty()  # the button and what it costs; gone once the analysis is there
     if not (slot.ready() or slot.running()):
         box, config, n = ask.container(), ckpt.config, len(source.corpus.trees)
-        seconds = vs.seconds_needed(config.num_hidden_layers, config.hidden_size, n)
+        seconds = vs.seconds_needed(config.num_hidden_layers, config.hidden_size, n) * (2 if with_control else 1)
         box.caption(f"Reads {n:,} sentences, scores every head on every relation, trains the structural probe at "
-                    f"every layer and scores the agreement pairs: {vs.duration(seconds)} on one core of a laptop's "
-                    "CPU" + (", twice that with the control." if with_control else "."))
+                    f"every layer{' and its control' if with_control else ''} and scores the agreement pairs: "
+                    f"{vs.duration(seconds)} on one core (the probes train on one thread), longer on a busy machine.")
         if not box.button("Run the analysis", key=K.RUN.name, type="primary", icon=":material/play_arrow:"):
             return None
 
@@ -161,7 +161,9 @@ def needs(source: Source | None, report: SyntaxReport | None) -> bool:
 
 # --- Relations by head ----------------------------------------------------------------------------------
 DEPENDENT, GOLD, PICK = "violet", "blue", "orange"  # the marks of an example's words
-LABELS = {column: st.column_config.Column(label, help=help) for column, label, help in (  # short enough for a laptop
+RELATION_WIDTH = 96  # pixels: "compound" and "acl:relcl" whole at 1366 px (the automatic width cut them)
+LABELS = {column: st.column_config.Column(label, help=help, width=RELATION_WIDTH if column == "relation" else None)
+          for column, label, help in (  # short enough for a laptop
     ("dependents", "count", "How many words have this relation to their head"),
     ("best head, dependent → head", "best (d → h)", "The head whose most-attended word is most often the gold head"),
     ("accuracy, dependent → head", "accuracy (d → h)", None),
@@ -170,6 +172,8 @@ LABELS = {column: st.column_config.Column(label, help=help) for column, label, h
     ("accuracy, head → dependent", "accuracy (h → d)", None),
     ("baseline: always the", "baseline", "The fixed offset that is right most often for this relation"),
     ("baseline accuracy", "baseline accuracy", None),
+    ("relation", "relation", "The dependency relation (Universal Dependencies); a subtype such as obl:tmod has a row "
+                             "of its own when it has enough dependents"),
     ("a head beats the baseline", "a head beats it", "Whether the better of the two best heads is above the "
                                                      f"baseline; “{vs.TOO_FEW}” under {vs.MIN_COUNT} dependents, "
                                                      "where the best of all heads scores high by luck alone"))}
@@ -209,6 +213,8 @@ def relations_tab(ckpt: Checkpoint, source: Source | None, report: SyntaxReport 
     table = record_table(vs.relation_table(report), "syntax_relations")
     accuracy = [c for c in table.columns if "accuracy" in c]
     st.dataframe(percents(table, *accuracy), hide_index=True, height=table_height(table), column_config=LABELS)
+    st.caption(plain(vs.merged_note(report) or f"A subtype (obl:tmod, acl:relcl) with {vs.MIN_COUNT} dependents or "
+                     "more is a row of its own; these sentences have no rarer one."))
     state.keep_valid(K.RELATION, rel.relations)
     state.setdefault(K.RELATION, vs.default_relation(rel.relations))
     state.keep_valid(K.DIRECTION, list(range(len(DIRECTIONS))))

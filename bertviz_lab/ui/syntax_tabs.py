@@ -9,7 +9,7 @@ import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.figures import syntax as figs
-from bertviz_lab.syntax.agreement import chance_note
+from bertviz_lab.syntax.agreement import verdict
 from bertviz_lab.syntax.report import SyntaxReport
 from bertviz_lab.ui import state
 from bertviz_lab.ui.handout import record_table
@@ -91,7 +91,7 @@ def agreement_tab(ckpt: Checkpoint, source: Source | None, report: SyntaxReport 
     chart(figs.agreement_bars(*vs.accuracies(agreement), "Right form scored higher, by number of attractors"),
           "syntax_agreement")
     st.markdown(plain(vs.agreement_sentence(agreement)))
-    st.caption(plain(chance_note(agreement)))
+    st.markdown(plain(verdict(agreement)))
     options = ["all", *sorted({s.attractors for s in agreement.scores})]
     state.keep_valid(K.ATTRACTORS, options)
     state.init(K.ATTRACTORS)

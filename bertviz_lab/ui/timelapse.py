@@ -134,8 +134,9 @@ def controls(lapse: vt.TimeLapse) -> None:
     cols[3].selectbox("Head", range(H), key=K.HEAD.name, disabled=not one)
     twins = vt.twins(lapse.frames[-1])
     cols[4].selectbox("Role", list(lapse.frames[-1].roles), key=K.ROLE.name,
-                      format_func=lambda r: f"{r}: to {ROLE_NAMES.get(r, r)}" + (
-                          f" (here: the {ROLE_NAMES[twins[r]]})" if r in twins else ""))
+                      format_func=lambda r: ROLE_NAMES.get(r, r) + (f" (= {ROLE_NAMES[twins[r]]})" if r in twins else ""),
+                      help="The role each head's attention is scored on; (= previous token): on these probe sentences "
+                           "the role's links all go to that neighbour, so the two scores are one")
     if not _runnable(lapse):
         st.caption(f"This history keeps snapshot frames of its {len(lapse.texts)} probe sentences but no checkpoint "
                    "at their steps, so it cannot run a sentence of yours; a run trained on the Pretrain page keeps "

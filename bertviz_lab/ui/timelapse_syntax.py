@@ -140,7 +140,7 @@ def draw(lapse: vt.TimeLapse, history: vts.SyntaxHistory, version: tuple | None)
                  f"story world and tested on {tested} more (seed {settings.seed}, {settings.probe_steps} probe steps): "
                  "the share of the gold trees' edges found by the minimum spanning tree of the probe's distances. "
                  "Dashed: the linear baseline, each word linked to the next. One point per checkpoint, evenly spaced: "
-                 "the steps are not to scale.")
+                 "the steps are not to scale. " + vts.syntax_page_note(history))
     chart(figs["agreement"], "timelapse_syntax_agreement", right, key="lapse.syntax.agreement")
     right.caption(f"With the verb masked, how often the model puts the right form above the wrong one "
                   f"({settings.agreement_pairs} pairs per number of attractors: nouns of the other number between "

@@ -30,10 +30,10 @@ MAX_OWN = 500  # lines of the learner's own sentences searched
 TOO_FEW = "too few to tell"
 # The probe chart's lines: a column of `probe_table` -> its name in the legend (the Syntax page's and the notebook's).
 PROBE_CURVES = {"UUAS": "UUAS", "distance Spearman": "distance Spearman (DSpr)", "root accuracy": "root accuracy"}
-# The analysis's time, scaled from one measurement: the shipped model (4 layers, hidden 256) reads 1,200 sentences
-# and trains its probes in about 38 s on one core, and the control takes as long again. The probes' work grows
-# with the sentences and with hidden states x their size: the estimate scales linearly with both.
-BASE_SECONDS, BASE_SENTENCES, BASE_STATES, BASE_HIDDEN = 38.0, 1_200, 5, 256
+# The analysis's time, scaled from `python -m bench.syntax` (2026-12-01, 2 cores, load 0.8): the shipped model (4
+# layers, hidden 256) reads 1,200 sentences, trains its probes (on one thread) and scores agreement in 13 s, the
+# control as long again; twice that while another job ran. Scaled by the sentences and hidden states x their size.
+BASE_SECONDS, BASE_SENTENCES, BASE_STATES, BASE_HIDDEN = 13.0, 1_200, 5, 256
 NO_MLM = ("Agreement is read from the masked-word guesses (p(right form) against p(wrong form) at the masked verb), "
           "and this model has no masked-language-model head.")
 DEFINITIONS = (  # how a head is read as a parser in each direction (Clark et al. 2019), as the page says it
@@ -46,7 +46,8 @@ WORDS = {ALL: "word", "det": "determiner", "nsubj": "subject", "obj": "object", 
          "punct": "punctuation mark", "obl": "oblique", "nmod": "noun modifier", "nummod": "number",
          "acl": "clause modifying a noun", "advcl": "adverbial clause", "compound": "compound part",
          "xcomp": "open clausal complement", "ccomp": "clausal complement", "expl": "expletive",
-         "appos": "apposition", "poss": "possessive", "nsubjpass": "passive subject"}
+         "appos": "apposition", "poss": "possessive", "nsubjpass": "passive subject", "obl:tmod": "temporal oblique",
+         "nmod:poss": "possessive", "acl:relcl": "relative clause"}
 
 
 def own_sentences(text: str) -> list[str]:
@@ -126,6 +127,13 @@ def relation_table(report: SyntaxReport) -> pd.DataFrame:
                      "baseline: always the": offset_words(offset), "baseline accuracy": baseline,
                      "a head beats the baseline": beats})
     return pd.DataFrame(rows)
+
+
+def merged_note(report: SyntaxReport) -> str:
+    """Which subtypes are counted under their base relation, too rare to stand alone ("" when none is)."""
+    told = ", ".join(f"{name} ({n:,}) under {name.split(':')[0]}" for name, n in report.relations.merged.items())
+    return "" if not told else (f"A subtype with {MIN_COUNT} dependents or more is a row of its own (obl:tmod beside obl); rarer ones are "
+            f"counted under their base relation: {told}.")
 
 
 def default_relation(relations: list[str]) -> str:
@@ -231,18 +239,42 @@ def probe_table(report: SyntaxReport) -> pd.DataFrame:
     return table
 
 
+def _layers(layers: list[int]) -> str:
+    named = [layer_label(layer) for layer in layers]
+    return f"layer{'s' * (len(named) > 1)} " + (", ".join(named[:-1]) + " and " if len(named) > 1 else "") + named[-1]
+
+
 def probe_sentence(report: SyntaxReport) -> str:
+    """What the probe finds, from its numbers: the best layer's UUAS against LINEAR's, and no finding where no layer
+    beats LINEAR or where the probe did not fit at the best layer (its own dev loss says so: syntax/probe_fit.py)."""
     probe = report.probe
     layer, uuas = report.best_uuas()
-    root = probe.layers[layer].root_accuracy
-    said = (f"Trained on {probe.train_sentences:,} sentences and tested on {probe.test_sentences:,} others, the "
-            f"probe reading layer {layer_label(layer)} finds {percent(uuas)} of the gold trees' edges (UUAS), the "
-            f"most of any layer; linking each word to the next (LINEAR) finds {percent(probe.linear_uuas)}. Its "
-            f"depth probe picks the gold root as the shallowest word in {percent(root)} of the test sentences.")
+    root, unfitted = probe.layers[layer].root_accuracy, probe.unfitted()
+    linear = f"linking each word to the next (LINEAR) finds {percent(probe.linear_uuas)}"
+    said = f"Trained on {probe.train_sentences:,} sentences and tested on {probe.test_sentences:,} others, "
+    if layer in unfitted:
+        said += (f"the probe did not fit at layer {layer_label(layer)}, where it scores best (UUAS {percent(uuas)}; "
+                 f"{linear}): {unfitted[layer]}. So no layer is named as where the tree is: with more sentences "
+                 "the probe has more to learn from.")
+    elif uuas <= probe.linear_uuas:
+        said += (f"no layer's probe finds more of the gold trees' edges than {linear}: the best, layer "
+                 f"{layer_label(layer)}, finds {percent(uuas)}. On these numbers the probe reads no tree from the "
+                 "vectors beyond the words' order.")
+    else:
+        said += (f"the probe reading layer {layer_label(layer)} finds {percent(uuas)} of the gold trees' edges "
+                 f"(UUAS), the most of any layer; {linear}. Its depth probe picks the gold root as the shallowest "
+                 f"word in {percent(root)} of the test sentences.")
+    others = sorted(set(unfitted) - {layer})
+    if others:
+        said += (f" Nor did it fit at {_layers(others)}." if layer in unfitted else f" The probe did not fit at "
+                 f"{_layers(others)} (at layer {layer_label(others[0])}, {unfitted[others[0]]}).")
     if report.control is not None:
-        best = max(report.control.layers, key=lambda s: s.uuas)
+        control = report.control
+        best = max(control.layers, key=lambda s: s.uuas)
         said += (f" The same probe on random weights of the same shape finds at most {percent(best.uuas)} (layer "
                  f"{layer_label(best.layer)}): what a probe finds without any training of the model.")
+        if control.unfitted():
+            said += f" On random weights it did not fit at {_layers(sorted(control.unfitted()))}."
     return said
 
 

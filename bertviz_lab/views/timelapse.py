@@ -261,7 +261,7 @@ def role_text(frame: Frame, layer: int, head: int) -> str:
     """'previous token 0.88': the role a head plays most, among the roles it scores at CLEAR times uniform
     attention's score or more; 'no clear role (best 0.10, uniform 0.09)' when it plays none. A grammatical
     role that is a positional one on these probes gives the positional reading first: 'previous token 0.88
-    (verb → subject 0.98: on these probes, the previous token)'."""
+    (= verb → subject 0.98)' (short, for a table cell of a laptop's width: `twins_note` says why they are one)."""
     scores = {role: float(s[layer, head]) for role, s in frame.roles.items()}
     chance = frame.chance
     clear = [r for r, v in scores.items() if v >= CLEAR * chance.get(r, 0.0)]
@@ -269,8 +269,7 @@ def role_text(frame: Frame, layer: int, head: int) -> str:
         role = max(clear, key=scores.get)
         twin = twins(frame).get(role)
         if twin in scores:
-            return (f"{ROLE_NAMES[twin]} {scores[twin]:.2f} ({ROLE_NAMES[role]} {scores[role]:.2f}: on these probes, "
-                    f"the {ROLE_NAMES[twin]})")
+            return f"{ROLE_NAMES[twin]} {scores[twin]:.2f} (= {ROLE_NAMES[role]} {scores[role]:.2f})"
         return f"{ROLE_NAMES.get(role, role)} {scores[role]:.2f}"
     best = max(scores, key=scores.get)
     return f"{NO_ROLE} (best {scores[best]:.2f}, uniform {chance.get(best, 0.0):.2f})"

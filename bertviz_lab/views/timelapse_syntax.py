@@ -32,7 +32,7 @@ from bertviz_lab.corpus.agreement import MAX_ATTRACTORS
 from bertviz_lab.errors import CheckpointError, InputError, LabError
 from bertviz_lab.pretrain import checkpoints
 from bertviz_lab.syntax.relations import ALL
-from bertviz_lab.syntax.report import analyse, story_corpus
+from bertviz_lab.syntax.report import STORY_SENTENCES, TEST_SHARE, analyse, story_corpus
 from bertviz_lab.views.syntax import MIN_COUNT
 from bertviz_lab.views.timelapse_syntax_records import (FILE, SETTINGS, Settings, SyntaxAt, SyntaxHistory, as_record,
                                                         file_of, join, read, write)
@@ -165,6 +165,21 @@ def probe_split(at: SyntaxAt) -> tuple[int, int]:
         return at.train_sentences, at.test_sentences
     tested = max(2, round(at.sentences / 4))
     return at.sentences - tested, tested
+
+
+def syntax_page_note(history: SyntaxHistory) -> str:
+    """Why the UUAS here sits below the Syntax page's for a model of the same shape, from the actual counts: the
+    page's probe trains on more sentences by default ("" when it does not)."""
+    if not history.records:
+        return ""
+    trained, _ = probe_split(history.records[-1])
+    page = STORY_SENTENCES - max(2, round(TEST_SHARE * STORY_SENTENCES))  # syntax/report.py's Corpus.split
+    if trained >= page:
+        return ""
+    return (f"These UUAS are lower than the Syntax page's for a model of the same shape because the probe here trains "
+            f"on {trained:,} sentences, there on {page:,} by default ({STORY_SENTENCES:,} read, a quarter kept to test): "
+            f"a probe fitted on fewer sentences finds fewer edges, so step 0 here (untrained) scores below the page's "
+            "random-weights control too.")
 
 
 def reference(history: SyntaxHistory) -> float | None:
