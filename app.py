@@ -15,7 +15,8 @@ from bertviz_lab.ui import links, projector
 from bertviz_lab.ui.classroom import join_box
 from bertviz_lab.ui.handout import handout_button
 from bertviz_lab.ui.models import sidebar
-from bertviz_lab.ui.router import ensure_router, routing
+from bertviz_lab.ui.router import HOME, ensure_router, routing
+from bertviz_lab.ui.router import PAGES as ROUTER_PAGES
 from bertviz_lab.ui.share import share_box
 from bertviz_lab.ui.state import Classroom
 from bertviz_lab.ui.turns import my_turn
@@ -24,20 +25,7 @@ st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
 ensure_router()  # a server's first request: leave the pages/-folder mode before drawing anything
 projector.read_link()
 projector.apply()
-PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page("pages/lesson.py", title="Lesson", icon=":material/school:"),
-    st.Page("pages/predict.py", title="Mask & predict", icon=":material/visibility_off:"),
-    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
-    st.Page("pages/why.py", title="Why this guess?", icon=":material/psychology_alt:"),
-    st.Page("pages/syntax.py", title="Syntax across a corpus", icon=":material/account_tree:"),
-    st.Page("pages/representations.py", title="Representations", icon=":material/scatter_plot:"),
-    st.Page("pages/pretrain.py", title="Pretrain live", icon=":material/model_training:"),
-    st.Page("pages/timelapse.py", title="Time-lapse", icon=":material/slow_motion_video:"),
-    st.Page("pages/finetune.py", title="Fine-tune", icon=":material/tune:"),
-    st.Page("pages/losses.py", title="Losses step by step", icon=":material/functions:"),
-    st.Page("pages/worked.py", title="Worked examples", icon=":material/calculate:"),
-]
+PAGES = [st.Page(p.path, title=p.title, icon=p.icon, default=p is HOME) for p in ROUTER_PAGES]  # ui/router.py's list
 page = st.navigation(PAGES, position="top" if projector.on() else "sidebar")
 projector.switch()
 if classroom_mode():

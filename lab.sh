@@ -14,10 +14,11 @@ PYTHON=${PYTHON:-python3}
 
 ensure_venv() {  # $1: requirements file to install from
     local req=$1 stamp
-    [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
     # Reinstall only when the requirements changed since the last install.
     stamp=".venv/.installed-$(cat requirements*.txt | sha256sum | cut -c1-16)-${req%.txt}"
-    if [ ! -f "$stamp" ]; then
+    if [ ! -f "$stamp" ] || [ ! -x .venv/bin/python ]; then  # pip --quiet prints nothing for minutes: say so first (on stderr)
+        echo "lab.sh: installing (a few minutes, once): the packages of $req into .venv" >&2
+        [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
         .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$req"
         touch "$stamp"
     fi

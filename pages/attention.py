@@ -19,7 +19,7 @@ from bertviz_lab.ui.handout import record_table
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.state import Attention as K  # this page's session-state keys
 from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, plain, sentence_inputs
+from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, index_picker, plain, sentence_inputs
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import overview as ov
 
@@ -46,9 +46,8 @@ state.setdefault(K.QUERY, av.default_query(view))
 
 # --- What to look at: shared by every tab ------------------------------------------
 cols = st.columns(2)
-layer = cols[0].segmented_control("Layer", list(range(L)), default=K.LAYER.default, required=True,
-                                  key=K.LAYER.name)
-head = cols[1].segmented_control("Head", list(range(H)), default=K.HEAD.default, required=True, key=K.HEAD.name)
+layer = index_picker(cols[0], "Layer", L, K.LAYER.name, K.LAYER.default)  # buttons, or a slider for many
+head = index_picker(cols[1], "Head", H, K.HEAD.name, K.HEAD.default)
 cols = st.columns([4, 3, 3])
 query = cols[0].selectbox("Query token", tokens, format_func=view.labels.__getitem__, key=K.QUERY.name,
                           on_change=state.forget, args=(K.KEY,))  # a new query: its strongest key

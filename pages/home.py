@@ -6,6 +6,7 @@ from bertviz_lab.bert import hub
 from bertviz_lab.bert.card import card_facts, markdown_safe
 from bertviz_lab.bert.config import ACTIVATIONS
 from bertviz_lab.ui.models import active_model
+from bertviz_lab.ui.router import where_to_start
 from bertviz_lab.ui.widgets import family_note
 from bertviz_lab.views import sizes
 
@@ -47,28 +48,13 @@ if cfg.family == "bert":  # the table computes each shape as a BERT's
                    "the pretraining heads. " + sizes.SEED001_CORRECTION)
 
 st.subheader("Where to start")
-LINKS = [
-    ("pages/predict.py", "Mask & predict", ":material/visibility_off:",
-     "Hide words and see what BERT guesses, with and without the words to the right."),
-    ("pages/attention.py", "Attention", ":material/grid_on:",
-     "Every head's attention matrix, and the softmax steps for any word, one number at a time."),
-    ("pages/representations.py", "Representations", ":material/scatter_plot:",
-     "What BERT learned: one word's vector in different sentences, layer by layer, and the logit lens."),
-    ("pages/losses.py", "Losses step by step", ":material/functions:",
-     "One training example: 15% picked, 80/10/10, MLM and NSP losses, one optimizer step."),
-    ("pages/pretrain.py", "Pretrain live", ":material/model_training:",
-     "Train a small BERT in the background and watch its losses fall and its heads form."),
-    ("pages/timelapse.py", "Time-lapse", ":material/slow_motion_video:",
-     "Play back how a BERT learned: its guesses, its heads taking on roles, its words sorting themselves."),
-    ("pages/finetune.py", "Fine-tune", ":material/tune:",
-     "The other half of BERT: put a classifier on top and see what pretraining buys over random weights."),
-    ("pages/worked.py", "Worked examples", ":material/calculate:",
-     "The textbook's hand computations as calculators, with the exact values."),
-]
-for row in range(0, len(LINKS), 3):
-    for column, (path, label, icon, blurb) in zip(st.columns(3), LINKS[row:row + 3]):
+links, left_out = where_to_start(ckpt.model, ckpt.family.no_mlm(ckpt.model.has_rtd))  # from the app's page list
+for row in range(0, len(links), 3):
+    for column, info in zip(st.columns(3), links[row:row + 3]):
         with column:
-            st.page_link(path, label=label, icon=icon)
-            st.caption(blurb)
+            st.page_link(info.path, label=info.title, icon=info.icon)
+            st.caption(info.blurb)
+if left_out:
+    st.caption(left_out)
 st.caption("Pick another model or the device in the sidebar: a model folder or a Hugging Face Hub id of the "
            "BERT family (BERT, DistilBERT, RoBERTa, XLM-R, ELECTRA, ALBERT) opens as is.")

@@ -35,10 +35,9 @@ shares = [col.number_input(label, value=key.default, step=0.05, format="%.2f", k
           for col, label, key in zip(cols[3:], SHARE_LABELS, K.SHARES)]
 source = st.radio("Random tokens come from", list(RANDOM_TOKENS), format_func=RANDOM_TOKENS.get,
                   key=K.RANDOM_TOKENS.name, horizontal=True)
-pad, unk, cls, sep, mask = map(plain, lesson.special_names(ckpt.tokenizer))  # Markdown: <s> is no tag
-st.caption(f"Active: {RANDOM_TOKENS[source]}. BERT draws its 10% random tokens from the whole vocabulary "
-           "(Google's create_pretraining_data.py and Hugging Face's DataCollatorForLanguageModeling alike), so "
-           f"{cls}, {sep}, {pad}, {unk} or {mask} can be drawn.")
+st.caption(f"Active: {RANDOM_TOKENS[source]}: {plain(masking_stats.random_draws(ckpt.tokenizer, source))}. BERT "
+           "draws its 10% random tokens from the whole vocabulary, its special tokens included (Google's "
+           "create_pretraining_data.py and Hugging Face's DataCollatorForLanguageModeling alike).")
 try:
     lesson.check_split(*shares)
     walk = lesson.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=int(seed), mask_rate=rate,

@@ -301,6 +301,27 @@ def test_lab_sh_app_is_the_app_command_with_every_argument(tmp_path):
     assert lab(tmp_path).stdout == "python -m bertviz_lab app\n"
 
 
+@pytest.mark.parametrize("command", ["app", "test"])
+def test_lab_sh_says_it_is_installing_before_pip_runs_and_only_then(tmp_path, command):
+    shutil.copy(ROOT / "lab.sh", tmp_path / "lab.sh")
+    for name in ("requirements.txt", "requirements-test.txt"):
+        (tmp_path / name).write_text("")
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text('#!/usr/bin/env bash\nif [ "$1 $2" = "-m pip" ]; then echo "pip ran" >&2; fi\n')
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTVIZ_")}
+
+    def run() -> str:
+        return subprocess.run(["bash", str(tmp_path / "lab.sh"), command], capture_output=True, text=True, env=env,
+                              timeout=30).stderr
+
+    first = run()  # no stamp yet: an install runs, and the reader is told before pip starts
+    assert "installing (a few minutes, once)" in first and "pip ran" in first
+    assert first.index("installing (a few minutes, once)") < first.index("pip ran")
+    assert run() == ""  # installed: nothing to say, no pip
+
+
 def app_command(monkeypatch, capsys, *argv: str):
     """What `bertviz-lab app ARGV` would exec (the Streamlit arguments after the start-up code), what it adds to the
     server's environment, and what it printed; this process's environment is left as it was."""

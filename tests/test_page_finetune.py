@@ -157,6 +157,32 @@ def test_renders_with_no_runs_and_offers_the_shipped_model(empty):
     assert at.table[0].value.columns.tolist() == ["text", "text_b", "label"]  # coherence's example rows, wrapped
 
 
+@pytest.mark.parametrize("family", ["bert", "distilbert", "albert"])
+def test_a_model_opened_from_its_folder_is_offered_first_as_the_start(empty, tmp_path_factory, family):
+    from family_models import build
+
+    folder = tmp_path_factory.mktemp(f"opened-{family}")
+    build(family, folder)  # a DistilBERT's or ALBERT's config.json keys are not BERT's: its shape is the lab's reading
+    at = app_test(PAGE)
+    at.session_state["model.path"] = str(folder)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    picker = at.selectbox(key="finetune.start")
+    assert picker.options == [f"{folder.name} (the active model)", "bertviz-mini (shipped)"]
+    assert picker.value == f"{folder.name} (the active model)"  # what the form starts from unless changed
+    cfg = load_checkpoint(folder).config
+    start = next(s for s in vf.starting_points(DEFAULT_CHECKPOINT.parent, active=(folder, cfg))
+                 if s.checkpoint == str(folder))
+    assert (start.heads, start.hidden) == (4, 32) and start.layers == cfg.num_hidden_layers  # ALBERT's as the lab reads it
+    config = vf.form_config({"steps": 10, "lr": 1e-4, "batch_size": 8, "seed": 0}, start, task="coherence")
+    assert config.checkpoint == str(folder)
+
+
+def test_the_shipped_model_active_is_offered_once(empty):
+    at = page()
+    assert [o for o in at.selectbox(key="finetune.start").options if "bertviz-mini" in o] == ["bertviz-mini (shipped)"]
+
+
 @pytest.mark.parametrize("raw, words", [
     (b"text,label\n" + b"".join(b"sentence %d,ok\n" % i for i in range(20)), "at least two classes"),
     (b"sentence,answer\nthe cat,ok\n", "needs a header row"),

@@ -103,7 +103,7 @@ def test_show_all_shows_every_step_with_the_engines_numbers(shipped):
     w = engine(shipped, seed=0)
     shown = metrics(at)
     assert float(shown["L_MLM, mean over masked positions (BERT)"]) == pytest.approx(w.mlm.loss_mean, abs=5e-5)
-    assert float(shown["L_MLM, sum (seed 004's convention)"]) == pytest.approx(w.mlm.loss_sum, abs=5e-5)
+    assert float(shown["L_MLM, sum (the convention of the mathematical formulation, seed text 004)"]) == pytest.approx(w.mlm.loss_sum, abs=5e-5)
     assert float(shown["L_NSP (true pair)"]) == pytest.approx(w.nsp_true.loss, abs=5e-5)
     assert float(shown["Total loss = L_MLM + L_NSP"]) == pytest.approx(w.total, abs=5e-5)
     table = next(df.value for df in at.dataframe if "−log p" in df.value.columns)

@@ -37,8 +37,10 @@ def softmax(xs):
 def test_seed_numbers_render_with_their_comparisons():
     at = page()
     assert at.title[0].value == "Worked examples"
-    assert [t.label for t in at.tabs] == ["Seed 000 · attention softmax", "Seed 000 · MLM head and loss",
-                                          "Seed 001 · one-hot attention (with and without 1/√d)"]
+    assert [t.label for t in at.tabs] == [
+        "Attention softmax · the worked forward pass (seed text 000)",
+        "MLM head and loss · the worked forward pass (seed text 000)",
+        "One-hot attention, with and without 1/√d · the academic manual (seed text 001)"]
     assert metric(at, "Σ exp") == f"{sum(math.exp(s) for s in [0.1, 1.8, 0.9, 0.4, 1.2, 0.0, 0.7, 0.1]):.4f}"
     assert metric(at, "p(true word)") == "0.6302" and metric(at, "Loss −ln p(true word)") == "0.4617"
     assert metric(at, "Uniform baseline ln 6") == f"{math.log(6):.4f}"
@@ -56,7 +58,7 @@ def test_charts_show_the_tables_numbers():
     attn, mlm, plain, scaled = figures(at)
     weights = frame(at, "weight")
     assert attn["data"][0]["y"] == pytest.approx(weights["weight"].tolist())
-    assert attn["data"][1]["y"] == pytest.approx(weights["weight (as printed in seed 000)"].tolist())
+    assert attn["data"][1]["y"] == pytest.approx(weights["weight (as printed in the worked forward pass, seed text 000)"].tolist())
     assert attn["data"][0]["x"][5] == "5 [MASK]"
     assert mlm["data"][0]["y"] == pytest.approx(frame(at, "probability")["probability"].tolist())
     side = frame(at, "weight (no scaling)")
@@ -73,7 +75,7 @@ def test_editing_scores_and_tokens_recomputes_and_drops_the_print():
     table = frame(at, "weight")
     assert table["token"].tolist() == ["a", "b", "c"]
     assert table["weight"].tolist() == pytest.approx(softmax([0, 0, 1]))
-    assert "weight (as printed in seed 000)" not in table
+    assert "weight (as printed in the worked forward pass, seed text 000)" not in table
     assert metric(at, "Largest weight") == f"{softmax([0, 0, 1])[2]:.4f}"
     assert figures(at)[0]["data"][0]["y"] == pytest.approx(table["weight"].tolist())
     at.button(key="worked.attn.reset").click().run()
@@ -121,7 +123,7 @@ def test_one_hot_query_and_embedding_edits_recompute():
     side = frame(at, "weight (no scaling)")
     assert side["q·k"].tolist() == [1.0, 0.0, 0.0]
     assert side["weight (÷ √3)"].tolist() == pytest.approx(softmax([1 / math.sqrt(3), 0, 0]))
-    assert "weight (as printed in seed 001)" not in side
+    assert "weight (as printed in the academic manual, seed text 001)" not in side
     at.session_state["worked.onehot.matrix.0"] = {"edited_rows": {"0": {"dim 0": 3.0}}, "added_rows": [],
                                                   "deleted_rows": []}
     at.run()
@@ -155,8 +157,8 @@ def test_the_learner_says_whether_the_scores_are_already_scaled():
     assert table["q·k"].tolist() == scores
     assert table["score"].tolist() == pytest.approx([s / 2 for s in scores])
     assert table["weight"].tolist() == pytest.approx(softmax([s / 2 for s in scores]))
-    assert "weight (as printed in seed 000)" not in table  # the seed's print is for the other reading
+    assert "weight (as printed in the worked forward pass, seed text 000)" not in table  # the seed's print is for the other reading
     assert any("only in that reading" in c.value for c in at.caption)
     at.button(key="worked.attn.reset").click().run()
     assert at.radio(key="worked.attn.kind").value == "scaled"
-    assert "weight (as printed in seed 000)" in frame(at, "weight")
+    assert "weight (as printed in the worked forward pass, seed text 000)" in frame(at, "weight")

@@ -185,6 +185,14 @@ def _unit_index(words: torch.Tensor | None, ids: torch.Tensor) -> torch.Tensor:
     return torch.where(words >= 0, unit, torch.full_like(unit, -1))
 
 
+def never_drawn(vocab_size: int, special_ids: Collection[int], random_tokens: str) -> list[int]:
+    """The ids `mask_tokens` never puts at a position it replaces with a random token: none under "vocabulary",
+    every special id under "wordpieces" (read from the rule itself, `_allowed_ids`)."""
+    special = torch.tensor(sorted({int(i) for i in special_ids}), dtype=torch.long)
+    allowed = _allowed_ids(vocab_size, special, random_tokens)
+    return sorted(set(range(vocab_size)) - set(allowed.tolist()))
+
+
 def _allowed_ids(vocab_size: int, special: torch.Tensor, random_tokens: str) -> torch.Tensor:
     """(A,) long: the ids a random replacement may take: all of them, or all but the special ones."""
     every = torch.arange(vocab_size, device=special.device)

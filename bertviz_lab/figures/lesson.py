@@ -80,18 +80,40 @@ def with_level(fig: go.Figure, level: float, name: str) -> go.Figure:
 
 
 GRID_TICKS = 11  # px: the token labels of the heads grid, small enough to fit a square (plotly thins the rest)
+MAX_TITLED_HEADS = 6  # more heads across than this and a title per square ("L0 H0") runs into the next one
+
+
+def grid_is_compact(layers: int, heads: int) -> bool:
+    """Whether `labelled_grid` names the heads on its axes (head numbers on top, layers left) instead of a title per
+    square and token labels: BERT-base's 12 x 12 squares are too small for either."""
+    return heads > MAX_TITLED_HEADS or layers > MAX_TITLED_HEADS
 
 
 def labelled_grid(fig: go.Figure, layers: int, heads: int) -> go.Figure:
-    """A copy of `figures.attention.attention_grid`'s figure with token labels where they fit: the queries left of
-    the first head of each layer, the keys under the last layer's squares; short enough (about 440 px, 15% more on a
-    projector) to sit beside the question on one 1024 x 768 screen."""
-    square = max(48, 350 // layers)  # px per layer's row
+    """A copy of `figures.attention.attention_grid`'s figure labelled to be read: with a few heads, token labels
+    where they fit (the queries left of the first head of each layer, the keys under the last layer's squares); with
+    many (`grid_is_compact`), no title per square but the head numbers (H) once above the top row and the layers down the
+    left, the tokens in the hover. Short enough (about 440 px, 15% more on a projector) to sit beside the question on
+    one 1024 x 768 screen for a few heads."""
+    square = max(48, 350 // layers) if not grid_is_compact(layers, heads) else max(30, 480 // layers)  # px per row
     out = go.Figure(fig)
+    compact = grid_is_compact(layers, heads)
     for n in range(1, layers * heads + 1):
         layer, head = divmod(n - 1, heads)
         suffix = "" if n == 1 else str(n)
-        out.layout[f"yaxis{suffix}"].update(showticklabels=head == 0, tickfont_size=GRID_TICKS)
-        out.layout[f"xaxis{suffix}"].update(showticklabels=layer == layers - 1, tickfont_size=GRID_TICKS,
-                                            tickangle=-90)
-    return out.update_layout(height=90 + square * layers, margin_b=80)
+        out.layout[f"yaxis{suffix}"].update(showticklabels=head == 0 and not compact, tickfont_size=GRID_TICKS)
+        out.layout[f"xaxis{suffix}"].update(showticklabels=layer == layers - 1 and not compact,
+                                            tickfont_size=GRID_TICKS, tickangle=-90)
+    if not compact:
+        return out.update_layout(height=90 + square * layers, margin_b=80)
+    size = GRID_TICKS if heads <= 12 else GRID_TICKS - 1
+    top = [dict(text=str(head), x=sum(out.layout[f"xaxis{'' if head == 0 else head + 1}"].domain) / 2, y=1,
+                xref="paper", yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+                font=dict(size=size)) for head in range(heads)]
+    left = [dict(text=f"L{layer}", x=0, xshift=-4, y=sum(out.layout[f"yaxis{'' if n == 1 else n}"].domain) / 2,
+                 xref="paper", yref="paper", xanchor="right", yanchor="middle", showarrow=False, font=dict(size=size))
+            for layer, n in ((layer, layer * heads + 1) for layer in range(layers))]
+    corner = dict(text="H", x=0, xshift=-4, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
+                  showarrow=False, font=dict(size=size))  # "H" once: "H10H11" ran together at 1024 px
+    out.layout.annotations = [corner] + top + left  # replaced: update_layout would merge them into the titles by index
+    return out.update_layout(height=90 + square * layers, margin_l=36, margin_b=20)

@@ -12,6 +12,7 @@ from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import attention as figs
+from bertviz_lab.seeds import cite
 from bertviz_lab.ui import state
 from bertviz_lab.ui.handout import record_table
 from bertviz_lab.ui.models import ModelKey, model_key
@@ -73,7 +74,7 @@ def rest_of_layer(ckpt: Checkpoint, encoding: Encoding, off: tuple[str, ...], la
     st.caption("Post-LN, as in the original BERT: x = LayerNorm(x + Sublayer(x)), first with attention as the "
                "sublayer, then with the feed-forward network (FFN). Each row is one vector for query token "
                f"{token} in layer {layer}: its size, its length ‖·‖ and its first {lv.DIMS_SHOWN} entries. "
-               "Seed 004 writes these equations without W_O and with ReLU in the FFN; BERT has W_O and uses the "
+               f"{cite('004', start=True)} writes these equations without W_O and with ReLU in the FFN; BERT has W_O and uses the "
                "activation named below.")
     st.dataframe(steps.table, hide_index=True, height=table_height(steps.table), column_config=numbers(steps.table))
     zeros = f" Switched off here: head {', '.join(map(str, steps.heads_off))}, zeros in c." if steps.heads_off else ""

@@ -24,7 +24,7 @@ from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import forms, state
 from bertviz_lab.ui.finetune_results import chance_of
-from bertviz_lab.ui.models import device_name, shown
+from bertviz_lab.ui.models import active_model, device_name, shown
 from bertviz_lab.ui.runs import RunPage, curves_of, may_start
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Finetune as K
@@ -109,7 +109,8 @@ def run_form(active: int) -> runs.RunInfo | None:
               on_click=class_demo, help=vf.CLASS_DEMO_HELP)
     name = st.radio("Task", list(TASK_NAMES), format_func=TASK_NAMES.get, horizontal=True, key=K.TASK.name)
     task, raw, error = task_picker(name)
-    starts = {s.label: s for s in vf.starting_points(SHIPPED)}
+    ckpt = active_model()  # one opened from a folder or the Hub is offered first (the CLI's finetune --from FOLDER)
+    starts = {s.label: s for s in vf.starting_points(SHIPPED, active=(ckpt.path, ckpt.config))}
     if not starts:
         st.warning("No model to start from: the shipped checkpoints are missing and no pretraining run has a "
                    "checkpoint yet.")

@@ -21,6 +21,7 @@ from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import TASK_FILE
 from bertviz_lab.finetune.tasks import PAIR, TOKEN, Task
 from bertviz_lab.pretrain import runs
+from bertviz_lab.seeds import cite
 from bertviz_lab.ui import state
 from bertviz_lab.ui.models import cached_checkpoint, device_name, shown
 from bertviz_lab.ui.state import Finetune as K
@@ -121,7 +122,7 @@ def dev_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
              else f"{len(report.wrong):,} of {report.examples:,} dev examples are wrong")
     st.caption(f"{count}; the most confident mistakes first" + (" (the wrong words in [brackets])" if
                                                                 report.kind == TOKEN else "")
-               + ". Seed 002's failure check: are they hard cases, wrong labels, or a pattern it has not learned?")
+               + f". The failure check of {cite('002')}: are they hard cases, wrong labels, or a pattern it has not learned?")
     st.dataframe(percents(report.wrong, "confidence"), hide_index=True, height=table_height(report.wrong),
                  key="finetune.wrong")
 

@@ -16,7 +16,7 @@ import streamlit as st
 
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.figures.attention import attention_grid, softmax_bars
-from bertviz_lab.figures.lesson import answer_bars, labelled_grid
+from bertviz_lab.figures.lesson import answer_bars, grid_is_compact, labelled_grid
 from bertviz_lab.figures.losses import topk_grid
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.figures.representations import sense_lines
@@ -91,8 +91,10 @@ def heads(ckpt: Checkpoint, frame: ui.Frame) -> None:
                                            f"All {view.num_layers * view.num_heads} heads on this sentence"),
                             view.num_layers, view.num_heads)
         chart(fig, "lesson_heads", keep_ticks=True)
-        st.caption("Each square is one head, L = layer, H = head. In a square, row = the token looking (query, "
-                   "labelled left), column = the token looked at (key, labelled below); darker = more weight.")
+        st.caption("Each square is one head: layers down (L), heads across (H). In a square, row = the token looking "
+                   "(query), column = the token looked at (key); darker = more weight. "
+                   + ("Point at a square for its tokens." if grid_is_compact(view.num_layers, view.num_heads) else
+                      "The queries are labelled left, the keys below."))
     quiz, table = vlh.previous_token(view, ui.computed(ckpt, vlh.previous_elsewhere, text))
     if answered := ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text), lambda: quiz):
         top = table.head(12)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from bertviz_lab.bert.config import RANDOM_TOKENS
 from bertviz_lab.figures import losses as figs
+from bertviz_lab.seeds import cite
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Losses as K
 from bertviz_lab.ui.tables import by_position, number
@@ -63,7 +64,7 @@ def step_positions(w):
 def step_actions(w):
     st.text(f"Each picked token: [MASK] with probability {w.rates[1]:g}, a random token with {w.rates[2]:g}, "
             f"kept with {w.keep_prob:g}. The model must recover the original at every picked position.\n"
-            f"Random tokens are drawn from {RANDOM_TOKENS[w.random_tokens]}.")
+            f"Random tokens are drawn from {RANDOM_TOKENS[w.random_tokens]}: {w.random_draws}.")
     st.dataframe(lesson.picked_table(w), hide_index=True)
     st.caption("What the model reads")
     st.code(" ".join(w.corrupted_tokens), language=None, wrap_lines=True)
@@ -89,7 +90,7 @@ def step_mlm(w):
     left, right = st.columns(2)
     left.metric("L_MLM, mean over masked positions (BERT)", f"{w.mlm.loss_mean:.4f}")
     left.text(f"({' + '.join(f'{t:.4f}' for t in terms)}) / {k}")
-    right.metric("L_MLM, sum (seed 004's convention)", f"{w.mlm.loss_sum:.4f}")
+    right.metric(f"L_MLM, sum (the convention of {cite('004', parens=False)})", f"{w.mlm.loss_sum:.4f}")
     right.text(" + ".join(f"{t:.4f}" for t in terms))
     labels = [f"{m.position} {m.true_token}" for m in w.mlm.predictions]
     chart(figs.neg_log_p_bars(labels, terms, w.mlm.loss_mean, "−log p(true) per masked position"), "losses_neg_log_p",

@@ -12,6 +12,7 @@ import streamlit as st
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import representations as figs
+from bertviz_lab.seeds import cite
 from bertviz_lab.ui import once, state
 from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Representations as K
@@ -61,7 +62,7 @@ def _anisotropy(key: ModelKey, _bank: nv.SentenceBank):
 
 
 def neighbours_tab(ckpt: Checkpoint) -> None:
-    st.markdown("Seed 001, exercise 2: judge vectors by their nearest neighbours. Pick a token: on the left, the "
+    st.markdown(f"{cite('001', start=True)}, exercise 2: judge vectors by their nearest neighbours. Pick a token: on the left, the "
                 "rows of the input embedding matrix nearest to its row (one vector per word, whatever the "
                 "sentence); on the right, the vectors nearest to its vector at one layer among every token of a "
                 "bank of corpus sentences.")

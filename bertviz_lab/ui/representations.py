@@ -16,6 +16,7 @@ from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.corpus.senses import SENSE_SETS, examples
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import representations as figs
+from bertviz_lab.seeds import cite
 from bertviz_lab.ui import state
 from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Representations as K
@@ -75,7 +76,7 @@ def _choose_set() -> None:
 
 
 def contexts_tab(ckpt: Checkpoint) -> None:
-    st.markdown("Seed 002: *bank* by a river and *bank* for money are the same token(s) with the same input "
+    st.markdown(f"{cite('002', start=True)}: *bank* by a river and *bank* for money are the same token(s) with the same input "
                 "embedding wherever the tokenizer writes them alike, but after BERT's layers each sentence gives the "
                 "word its own vector. Compare them layer by layer.")
     state.init(K.SET, K.WORD)  # the set picker's callback writes these two: the widgets take them from the session

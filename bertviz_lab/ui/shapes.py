@@ -17,13 +17,14 @@ from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import shapes as figs
+from bertviz_lab.seeds import cite
 from bertviz_lab.ui import state
 from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Shapes as K  # this tab's session-state keys
-from bertviz_lab.ui.widgets import chart, plain
+from bertviz_lab.ui.widgets import chart, index_picker, plain
 from bertviz_lab.views import shapes as vs
 
-SOURCES = {"text": "Your sentences", "seed002": "Seed 002's batch"}
+SOURCES = {"text": "Your sentences", "seed002": f"The batch of {cite('002')}"}
 MAX_CHARS = 1_000  # four sentences of a classroom's length, and a forward pass that stays quick
 SIZE_INPUTS = (  # (key, BertConfig field, step of the + / - buttons, what it means)
     (K.HIDDEN, "hidden_size", 32, "numbers in each token's vector"),
@@ -72,14 +73,14 @@ def _inputs(ckpt: Checkpoint) -> tuple[Inputs | None, list[str]]:
         use_random = st.segmented_control("Model", list(models), format_func=models.get, required=True,
                                           key=K.MODEL.name) == "random"
     else:
-        st.caption("Seed 002's hand-typed input_ids and attention_mask, with vocab_size=100: the 0s at the end "
+        st.caption(f"The hand-typed input_ids and attention_mask of {cite('002')}, with vocab_size=100: the 0s at the end "
                    "are padding. The seed gives no vocabulary, so each token is shown by its id, and the model is "
                    "a random one, as in the seed.")
     vocab, pad = (ckpt.tokenizer.vocab_size, ckpt.tokenizer.pad_id) if text is not None else (vs.SEED002_VOCAB, 0)
     errors, config, lines = [], None, None
     if use_random:
         st.caption(f"Random weights (torch.manual_seed({vs.SEED})): the numbers mean nothing, the shapes are what "
-                   f"to read. vocab_size = {vocab:,}. Seed 002, exercise 2: change hidden_size from 32 to 64.")
+                   f"to read. vocab_size = {vocab:,}. {cite('002', start=True)}, exercise 2: change hidden_size from 32 to 64.")
         try:
             config = vs.random_config(vocab, pad, **_sizes())
         except InputError as exc:
@@ -133,8 +134,8 @@ def _attention(view: vs.ShapesView) -> None:
     cols = st.columns(3)
     row = cols[0].segmented_control("Sentence", list(range(B)), format_func=lambda b: str(b + 1), required=True,
                                     key=K.ROW.name)
-    layer = cols[1].segmented_control("Layer", list(range(L)), required=True, key=K.LAYER.name)
-    head = cols[2].segmented_control("Head", list(range(H)), required=True, key=K.HEAD.name)
+    layer = index_picker(cols[1], "Layer", L, K.LAYER.name)
+    head = index_picker(cols[2], "Head", H, K.HEAD.name)
     real, T = view.lengths[row], len(view.tokens[row])
     title = f"Sentence {row + 1} · layer {layer} · head {head}"
     chart(figs.padded_attention(view.weights[layer, head], list(view.tokens[row]), real, title),

@@ -257,8 +257,8 @@ def head_pickers(ckpt: Checkpoint) -> tuple[int, int]:
     state.keep_valid(K.HEAD, list(range(H)))
     state.init(K.LAYER, K.HEAD)
     left, right = st.columns([2, 3])
-    layer = left.segmented_control("Layer", list(range(L)), key=K.LAYER.name, required=True)
-    head = right.segmented_control("Head", list(range(H)), key=K.HEAD.name, required=True)
+    layer = left.segmented_control("Layer", list(range(L)), key=K.LAYER.name, required=True, wrap=True)
+    head = right.segmented_control("Head", list(range(H)), key=K.HEAD.name, required=True, wrap=True)
     return layer, head
 
 

@@ -42,8 +42,8 @@ def probe_tab(ckpt: Checkpoint, source: Source | None, report: SyntaxReport | No
                             control), "syntax_probe")
     st.markdown(plain(vs.probe_sentence(report)))
     st.caption("Layers count hidden states: 0 is the embeddings' output and n the output of encoder layer n, whose "
-               "heads the other tabs call L(n − 1) H·. A probe that finds a tree shows that the tree can be "
-               "read from the vectors with a linear map trained for it, not that the model uses it.")
+               "heads the other tabs name L(n − 1) H0, L(n − 1) H1 and so on. A probe that finds a tree shows that "
+               "the tree can be read from the vectors with a linear map trained for it, not that the model uses it.")
     with st.expander("Every layer's scores, as a table"):
         shown = record_table(table, "syntax_probe")
         st.dataframe(shown, hide_index=True, height=table_height(shown), column_config=numbers(shown))
@@ -56,7 +56,7 @@ def probe_tab(ckpt: Checkpoint, source: Source | None, report: SyntaxReport | No
     left, right = st.columns([3, 2])
     index = left.selectbox("Sentence", held, key=K.SENTENCE.name,
                            format_func=lambda i: f"{i + 1}: {report.corpus.trees[i].text}")
-    layer = right.segmented_control("Probe at layer", layers, key=K.PROBE_LAYER.name, required=True,
+    layer = right.segmented_control("Probe at layer", layers, key=K.PROBE_LAYER.name, required=True, wrap=True,
                                     format_func=vs.layer_label)
     found = vs.probe_tree(report, layer, index, _vectors(model_key(ckpt), source.key, index, ckpt, report))
     title = (f"Layer {vs.layer_label(layer)}: {found.right} of {len(found.gold)} gold edges found "

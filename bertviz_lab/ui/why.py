@@ -183,8 +183,9 @@ def attention_pickers(ckpt: Checkpoint) -> tuple[int, int | None]:
     state.keep_valid(K.HEAD, ["mean", *range(H)])
     state.setdefault(K.LAYER, L - 1)
     cols = st.columns([2, 3])
-    layer = cols[0].segmented_control("Attention strip: layer", list(range(L)), required=True, key=K.LAYER.name)
-    head = cols[1].segmented_control("Head", ["mean", *range(H)], required=True, key=K.HEAD.name,
+    layer = cols[0].segmented_control("Attention strip: layer", list(range(L)), required=True, key=K.LAYER.name,
+                                       wrap=True)
+    head = cols[1].segmented_control("Head", ["mean", *range(H)], required=True, key=K.HEAD.name, wrap=True,
                                      format_func=lambda h: "mean of heads" if h == "mean" else str(h))
     return layer, None if head == "mean" else head
 

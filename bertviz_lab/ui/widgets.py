@@ -1,5 +1,6 @@
-"""Widget groups shared by pages: sentence inputs, encoding with visible notes, typed text shown as typed,
-and every chart with its Export menu (PNG, SVG, CSV) and its place in the handout."""
+"""Widget groups shared by pages: sentence inputs, encoding with visible notes, typed text shown as typed, a layer
+or head picker that fits any model, and every chart with its Export menu (PNG, SVG, CSV) and its place in the
+handout."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ from bertviz_lab.views import inputs
 MAX_CHARS = 100_000  # enough for 5,000+ words; the tokenizer truncates to what the model reads
 # tokenizer.kind -> the mark a token carries for the space before it (WordPiece marks the other pieces, ##)
 WORD_START = {"byte-level BPE": "Ġ", "SentencePiece Unigram": "▁"}
+
+
+def index_picker(where, label: str, count: int, key: str, default: int = 0) -> int:
+    """Pick one of 0..count-1 (a layer, a head) in `where`, every choice in view: in a column a segmented control
+    stays on one row and cuts off what does not fit (BERT-base's head 11 at 1366 px), so its buttons wrap."""
+    remembered = key in st.session_state  # a widget given both a default and a session value warns
+    return where.segmented_control(label, list(range(count)), required=True, key=key, wrap=True,
+                                   **({} if remembered else {"default": default}))
 
 
 def plain(text: str) -> str:

@@ -1,6 +1,6 @@
-"""The Worked examples page's three calculators (seed 000's attention softmax, seed 000's MLM
-head and loss, seed 001's one-hot attention), each with its inputs, its Reset button, its
-table and chart, and the check of the figures the seed printed."""
+"""The Worked examples page's three calculators (the worked forward pass's attention softmax and its MLM head and
+loss, seed text 000; the academic manual's one-hot attention, seed text 001), each with its inputs, its Reset
+button, its table and chart, and the check of the figures the seed printed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import streamlit as st
 
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.worked import weight_bars
+from bertviz_lab.seeds import cite
 from bertviz_lab.ui import state
 from bertviz_lab.ui.state import Worked as K
 from bertviz_lab.ui.tables import MAX_ROWS_IN_FULL, number
@@ -33,7 +34,7 @@ def formats(df: pd.DataFrame) -> dict:
     config = {}
     for c in df.columns:
         if "(as printed" in c:  # a short header: the long name stays in the data and the CSV
-            fmt = "%.2f" if c.startswith("exp") else "%.3f" if "seed 000" in c else "%.4f"
+            fmt = "%.2f" if c.startswith("exp") else "%.3f" if w.SEED000 in c else "%.4f"
             config[c] = number(fmt, c.split(" (as printed")[0] + " · printed")
         elif pd.api.types.is_float_dtype(df[c]):
             config[c] = number("%.4e" if df[c].abs().max() >= 1e6 else "%.4f")
@@ -77,12 +78,12 @@ def inputs(left: tuple[str, state.Key], right: tuple[str, state.Key], reset_key:
 
 
 # --- The calculators -------------------------------------------------------------------------
-SCORE_KINDS = {w.SCORES_SCALED: "already ÷ √d_head (as seed 000 uses them)",
+SCORE_KINDS = {w.SCORES_SCALED: f"already ÷ √d_head (as {cite('000')} uses them)",
                w.SCORES_DOT: "plain q·k: divide them by √d_head here"}
 
 
 def attention_section() -> None:
-    st.caption("Seed 000, step 2: how much the [MASK] at position 5 attends to each token of "
+    st.caption(f"{cite('000', start=True)}, step 2: how much the [MASK] at position 5 attends to each token of "
                "“[CLS] The cat sat on [MASK] mat [SEP]”. The seed says score = q·k / √d_head, then calls its "
                "numbers “raw scores” and applies the softmax to them directly: it treats them as already divided "
                "by √d_head. Say below which yours are.")
@@ -120,20 +121,20 @@ def attention_section() -> None:
     a, b = st.columns(2)
     a.metric("Σ exp", f"{steps.total:.4f}" if steps.total < 1e6 else f"{steps.total:.4e}")
     b.metric("Largest weight", f"{steps.table['weight'].max():.4f}")
-    printed = steps.table.get("weight (as printed in seed 000)")
+    printed = steps.table.get(f"weight (as printed in {w.SEED000})")
     chart(weight_bars(tokens, steps.table["weight"], "Attention weights of the [MASK] query",
-                      other=printed, other_name="as printed in seed 000"), "worked_attention", key="worked.attn.chart")
+                      other=printed, other_name=f"as printed in {w.SEED000}"), "worked_attention", key="worked.attn.chart")
     if seed:
         comparison(steps.checks, "worked.attn.checks")
     elif d_head is not None:
-        st.caption("Seed 000 used its numbers as scores already divided by √d_head, so its printed figures are "
+        st.caption(f"{cite('000', start=True)} used its numbers as scores already divided by √d_head, so its printed figures are "
                    "compared only in that reading. Press Reset to get the seed's numbers back.")
     else:
         edited("tokens or scores")
 
 
 def mlm_section() -> None:
-    st.caption("Seed 000, steps 3–4: the MLM head turns the hidden state of [MASK] into one logit per word; "
+    st.caption(f"{cite('000', start=True)}, steps 3–4: the MLM head turns the hidden state of [MASK] into one logit per word; "
                "softmax makes them probabilities, and the loss is −ln of the true word's probability.")
     inputs(("Vocabulary words (separated by spaces)", K.MLM_WORDS), ("Logits, one per word", K.MLM_LOGITS),
            K.MLM_RESET, K.MLM_WORDS, K.MLM_LOGITS, K.MLM_TRUE)
@@ -165,8 +166,8 @@ def mlm_section() -> None:
              delta_color="inverse")
     c.metric(f"Uniform baseline ln {result.vocab_size}", f"{result.uniform:.4f}")
     chart(weight_bars(words, result.table["probability"], "Probabilities of the MLM head (true word dark)",
-                      other=result.table.get("probability (as printed in seed 000)"),
-                      other_name="as printed in seed 000", highlight=true), "worked_mlm", key="worked.mlm.chart")
+                      other=result.table.get(f"probability (as printed in {w.SEED000})"),
+                      other_name=f"as printed in {w.SEED000}", highlight=true), "worked_mlm", key="worked.mlm.chart")
     if seed:
         comparison(result.checks, "worked.mlm.checks")
         st.caption("“From the seed's rounded figures” redoes a step with the seed's rounded inputs (e.g. the loss "
@@ -177,7 +178,7 @@ def mlm_section() -> None:
 
 
 def one_hot_section() -> None:
-    st.caption("Seed 001, section 8: three one-hot embeddings and single-head attention with W_Q = W_K = W_V = I, "
+    st.caption(f"{cite('001', start=True)}, section 8: three one-hot embeddings and single-head attention with W_Q = W_K = W_V = I, "
                "so each token's q, k and v are its embedding. The seed skips the 1/√d scaling BERT uses; "
                "both are shown. Positions count from 0 here (the seed's “position 2” is 1 · cat).")
     left, right, button = st.columns([5, 3, 1], vertical_alignment="bottom")
@@ -210,8 +211,9 @@ def one_hot_section() -> None:
     a.metric("Weight on the query itself, no scaling", f"{weights_plain[query]:.4f}")
     b.metric(f"Weight on the query itself, ÷ √{d}", f"{weights_scaled[query]:.4f}",
              delta=f"{weights_scaled[query] - weights_plain[query]:+.4f}", delta_color="off")
-    chart(weight_bars(tokens, weights_plain, "No scaling (as in seed 001)", digits=4,
-                      other=side.get("weight (as printed in seed 001)"), other_name="as printed in seed 001"),
+    chart(weight_bars(tokens, weights_plain, f"No scaling (as in {cite('001')})", digits=4,
+                      other=side.get(f"weight (as printed in {onehot.SEED001_PRINTED.source})"),
+                      other_name=f"as printed in {onehot.SEED001_PRINTED.source}"),
           "worked_onehot_plain", a, key="worked.onehot.chart.plain")
     chart(weight_bars(tokens, weights_scaled, f"÷ √{d} (as in BERT)", digits=4), "worked_onehot_scaled", b,
           key="worked.onehot.chart.scaled")

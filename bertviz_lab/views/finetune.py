@@ -193,7 +193,7 @@ DEFAULTS = {f.name: f.default for f in fields(FinetuneConfig)}
 # Start from's options are the models found when the page draws it (`starting_points`).
 FORM = forms.Form((forms.Grid("start", (3, 3, 2)), forms.Grid("numbers", 5), forms.Grid("name", 5)), (
     forms.choice("start", "Start from", None, grid="start",
-                 help="A shipped model or a pretraining run's latest checkpoint (Pretrain live)."),
+                 help="The active model, a shipped model, or a pretraining run's latest checkpoint (Pretrain live)."),
     forms.choice("weights", "Weights", WEIGHTS, "pretrained", radio=True, grid="start",
                  help="Random: the same shape without pretraining, to see what pretraining is worth."),
     forms.choice("mode", "Train", MODES, "full", radio=True, grid="start",
@@ -230,8 +230,9 @@ class Start:
     positions: int  # max_position_embeddings: the longest input it reads
 
 
-def starting_points(shipped: Path, root: Path | None = None) -> list[Start]:
-    """The shipped checkpoints, then every pretraining run's latest checkpoint (newest run first)."""
+def starting_points(shipped: Path, root: Path | None = None, active: tuple[Path, object] | None = None) -> list[Start]:
+    """The active model (`active`: its folder and config, its shape as the lab reads it, whatever the family's keys)
+    unless it is one of the others, then the shipped checkpoints, then every pretraining run's latest (newest first)."""
     found = []
     for folder in sorted(shipped.iterdir()) if shipped.is_dir() else []:
         found.append(_start(folder, f"{checkpoint_name(folder)} (shipped)"))
@@ -239,7 +240,12 @@ def starting_points(shipped: Path, root: Path | None = None) -> list[Start]:
         if run.status != runs.UNREADABLE and run.checkpoint is not None:
             note = f", {run.status}" if run.active else ""
             found.append(_start(run.checkpoint, f"run {checkpoint_name(run.checkpoint)}{note}"))
-    return [start for start in found if start is not None]
+    found = [start for start in found if start is not None]
+    if active is not None and all(Path(s.checkpoint).resolve() != Path(active[0]).resolve() for s in found):
+        (folder, cfg), name = active, checkpoint_name(active[0])
+        found.insert(0, Start(f"{name} (the active model)", str(folder), cfg.num_hidden_layers,
+                              cfg.num_attention_heads, cfg.hidden_size, cfg.max_position_embeddings))
+    return found
 
 
 def _start(folder: Path, label: str) -> Start | None:

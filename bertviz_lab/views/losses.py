@@ -25,6 +25,7 @@ from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import ROLES, SPECIAL_TOKENS, Encoding, WordPieceTokenizer
 from bertviz_lab.corpus import StoryGenerator
 from bertviz_lab.errors import InputError
+from bertviz_lab.views import masking_stats
 
 NO_NSP_REASON = "this model has no NSP head, so there is no next-sentence loss to compute"
 NO_B_REASON = "there is no sentence B, so there is no true (IsNext) pair: add a second sentence"
@@ -82,6 +83,7 @@ class Walkthrough:
     nsp_reason: str | None  # why nsp_true is None
     total: float  # L_MLM (mean) + L_NSP of the true pair when there is one
     random_tokens: str = "vocabulary"  # a key of bert.config.RANDOM_TOKENS: where the random replacements came from
+    random_draws: str = ""  # what they can be for this tokenizer, the tokens never drawn named (masking_stats)
     # How this model's tokenizer reads text, for the Tokens step (BERT's by default):
     tokenizer_kind: str = "WordPiece"  # "WordPiece", "byte-level BPE" or "SentencePiece Unigram"
     framing: str = "[CLS] A [SEP] B [SEP]"  # a pair as this tokenizer frames it (RoBERTa: <s> A </s> </s> B </s>)
@@ -98,10 +100,7 @@ class Walkthrough:
         """The mean number of picks on this sentence under the rule (at-least-one included)."""
         return masking.expected_picks(sum(self.eligible), self.rates[0])
 
-    @property
-    def special_tokens(self) -> tuple[str, ...]:
-        """Every special token by name: the rule never picks one, wherever it stands."""
-        return self.specials
+    special_tokens = property(lambda self: self.specials)  # every special token by name: the rule never picks one
 
     @property
     def excluded(self) -> dict[str, list[int]]:
@@ -177,7 +176,8 @@ def walkthrough(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encodi
                        labels=result.labels.tolist(), shapes=shapes, mlm=mlm, nsp_true=nsp_true,
                        nsp_random=nsp_random, nsp_reason=reason,
                        total=losses.total_loss(mlm, nsp_true.record if nsp_true else None),
-                       random_tokens=random_tokens, tokenizer_kind=tokenizer.kind, framing=framing(tokenizer),
+                       random_tokens=random_tokens, random_draws=masking_stats.random_draws(tokenizer, random_tokens),
+                       tokenizer_kind=tokenizer.kind, framing=framing(tokenizer),
                        segments=model.config.type_vocab_size, specials=special_names(tokenizer),
                        sequence_ids=list(encoding.sequence_ids))
 

@@ -15,7 +15,8 @@ standard errors (SE):
   delta-method SE of a ratio estimator.
 
 `low` / `high` is the 95% interval expected ± 1.96·se_rule and `inside` says whether
-the empirical share falls in it (about 1 time in 20 it does not, by chance).
+the empirical share falls in it (about 1 time in 20 it does not, by chance). `random_draws` says
+which tokens a random replacement can be for one tokenizer, and names those it never is.
 """
 
 from __future__ import annotations
@@ -86,3 +87,20 @@ def _ratio_se(numerator: np.ndarray, denominator: np.ndarray) -> float:
     residual = numerator - ratio * denominator  # (D,)
     d = len(numerator)
     return float(math.sqrt((residual ** 2).sum() / (d * (d - 1))) / denominator.mean())
+
+
+def random_draws(tokenizer: WordPieceTokenizer, random_tokens: str) -> str:
+    """What the 10% random replacements can be under `random_tokens`, for this tokenizer (Markdown-free text): the
+    tokens the rule never draws named, from `masking.never_drawn`, or that there are none."""
+    never = masking.never_drawn(tokenizer.vocab_size, tokenizer.special_ids, random_tokens)
+    specials = _listed(tokenizer.id_to_token(i) for i in sorted(tokenizer.special_ids))
+    if not never:
+        return (f"a random replacement can be any of this tokenizer's {tokenizer.vocab_size:,} tokens, its special "
+                f"tokens {specials} included: no token is never drawn")
+    return (f"a random replacement is one of the {tokenizer.vocab_size - len(never):,} other tokens of this "
+            f"tokenizer: {_listed(tokenizer.id_to_token(i) for i in never)} are never drawn")
+
+
+def _listed(tokens) -> str:
+    tokens = list(tokens)
+    return tokens[0] if len(tokens) == 1 else f"{', '.join(tokens[:-1])} and {tokens[-1]}"

@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lab.errors import InputError
+from bertviz_lab.seeds import cite
 from bertviz_lab.views.worked import MAX_MAGNITUDE, Printed, decimals, softmax_table, within_rounding
 
 SEED001_TOKENS = ("The", "cat", "sat")
 SEED001_EMBEDDINGS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 SEED001_QUERY = 1  # the seed counts from 1 and says "position 2": "cat"
 # As printed in seed 001, section 8 (softmax over [0, 1, 0], no 1/√d scaling; the output equals the weights).
-SEED001_PRINTED = Printed("seed 001", {"weight": ("0.2447", "0.5106", "0.2447"),
+SEED001_PRINTED = Printed(cite("001", parens=False), {"weight": ("0.2447", "0.5106", "0.2447"),
                                        "output": ("0.2447", "0.5106", "0.2447")}, {})
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from bertviz_lab.seeds import cite
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -50,7 +52,7 @@ FAMILY = (
     _xlmr("XLM-R Large", 24, 1024, 16),
 )
 
-SEED001_CORRECTION = ("Seed 001 (section 6.3) lists XLM-R (Base) as d = 1024, L = 24, H = 16. Those are XLM-R "
+SEED001_CORRECTION = (f"{cite('001', start=True)}, section 6.3, lists XLM-R (Base) as d = 1024, L = 24, H = 16. Those are XLM-R "
                       "Large's sizes; XLM-R Base is d = 768, L = 12, H = 12, the same shape as BERT-Base with a "
                       "250,002-token vocabulary (Conneau et al. 2020).")
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lab.errors import InputError
+from bertviz_lab.seeds import cite
 
 MAX_VALUES = 64  # a worked example is read by a person; more values than this is a paste mistake
 MAX_MAGNITUDE = 1e6  # larger scores only make the softmax one-hot; beyond ~1e300 even differences overflow
@@ -32,20 +33,21 @@ SEED000_TRUE = 0  # "the"
 class Printed:
     """Figures as a seed printed them, as strings: their decimals say how far the seed rounded."""
 
-    source: str  # e.g. "seed 000"
+    source: str  # the seed text, as `seeds.cite(number, parens=False)` names it
     per_token: dict[str, tuple[str, ...]]  # column of the step table -> one printed figure per row
     totals: dict[str, str]  # a single figure (a sum, a loss) -> its printed value
 
 
 # As printed in seed 000, step 2 (attention of [MASK] at position 5). For comparison only.
+SEED000 = cite("000", parens=False)  # "the worked forward pass, seed text 000": the printed columns' source
 SEED000_ATTENTION_PRINTED = Printed(
-    "seed 000",
+    SEED000,
     {"exp(score)": ("1.11", "6.05", "2.46", "1.49", "3.32", "1.00", "2.01", "1.11"),
      "weight": ("0.060", "0.326", "0.133", "0.080", "0.179", "0.054", "0.108", "0.060")},
     {"Σ exp": "18.55"})
 # As printed in seed 000, steps 3-4 (MLM head and loss); "1/6 ≈ 0.167" is its rounded uniform p.
 SEED000_MLM_PRINTED = Printed(
-    "seed 000",
+    SEED000,
     {"exp(logit)": ("12.18", "1.35", "2.23", "1.11", "0.82", "1.65"),
      "probability": ("0.630", "0.070", "0.115", "0.057", "0.042", "0.085")},
     {"Σ exp": "19.34", "loss −ln p(true)": "0.462", "uniform p = 1/V": "0.167", "uniform loss −ln(1/V)": "1.789"})

@@ -38,6 +38,8 @@ def streamlit_server(env: dict | None = None, *args: str, address: str = "127.0.
            "--server.address", address, "--server.port", str(port), "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none", *args]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMLIT_", "BERTVIZ_CLASSROOM"))}
+    if log is not None:  # test-artifacts/ may not exist yet: a browser test run alone, on a fresh clone
+        log.parent.mkdir(parents=True, exist_ok=True)
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - the server writes it
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**clean, **({} if gpu else NO_GPU), **(env or {})}, stdout=out,
                             stderr=subprocess.STDOUT)
