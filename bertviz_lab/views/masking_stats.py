@@ -96,7 +96,7 @@ def random_draws(tokenizer: WordPieceTokenizer, random_tokens: str) -> str:
     specials = _listed(tokenizer.id_to_token(i) for i in sorted(tokenizer.special_ids))
     if not never:
         return (f"a random replacement can be any of this tokenizer's {tokenizer.vocab_size:,} tokens, its special "
-                f"tokens {specials} included: no token is never drawn")
+                f"tokens {specials} included: every token can be drawn")
     return (f"a random replacement is one of the {tokenizer.vocab_size - len(never):,} other tokens of this "
             f"tokenizer: {_listed(tokenizer.id_to_token(i) for i in never)} are never drawn")
 
