@@ -11,10 +11,11 @@ the sidebar away and moves the page menu and the share button to the top.
 import streamlit as st
 
 from bertviz_lab.classroom import classroom_mode
+from bertviz_lab.errors import LabError
 from bertviz_lab.ui import links, projector
 from bertviz_lab.ui.classroom import join_box
 from bertviz_lab.ui.handout import handout_button
-from bertviz_lab.ui.models import sidebar
+from bertviz_lab.ui.models import plain_error, shown, sidebar
 from bertviz_lab.ui.router import HOME, ensure_router, routing
 from bertviz_lab.ui.router import PAGES as ROUTER_PAGES
 from bertviz_lab.ui.share import share_box
@@ -28,15 +29,25 @@ projector.apply()
 PAGES = [st.Page(p.path, title=p.title, icon=p.icon, default=p is HOME) for p in ROUTER_PAGES]  # ui/router.py's list
 page = st.navigation(PAGES, position="top" if projector.on() else "sidebar")
 projector.switch()
-if classroom_mode():
-    join_box()
+try:
+    if classroom_mode():
+        join_box()
+except LabError as exc:  # BERTVIZ_CLASSROOM or BERTVIZ_MAX_RUNS unreadable (settings.py): no page is safe to serve
+    plain_error(str(exc))
+    st.stop()
 with my_turn():  # at most two sessions compute at once; the others wait in line (ui/turns.py)
     links.restore(page.url_path)  # before the sidebar and the page draw their widgets
-    sidebar()
+    try:
+        sidebar()
+    except LabError as exc:  # a setting it reads is unusable (BERTVIZ_RUNS, settings.py): said, and the page runs
+        with st.sidebar:
+            plain_error(shown(str(exc)))
     toolbar, notes = st.container(), st.container()  # filled once the page has run
     try:
         with routing():  # a page that ends early (router.end_page) ends only itself
             page.run()
+    except LabError as exc:  # one no page caught (a bad BERTVIZ_RUNS on the run pages): its sentence, as typed
+        plain_error(shown(str(exc)))
     finally:  # the link and the share box hold what the page drew
         query, left_out = links.publish(page.url_path, notes, projector.on())
         if projector.on():

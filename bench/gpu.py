@@ -24,6 +24,9 @@ transformers, in bf16 autocast and in fp32 (TF32 as torch's default leaves it: o
 
     .venv/bin/python -m bench.gpu [--batch 64] [--rounds 10] [--steps 5] [--peak-tflops 989]
     .venv/bin/python -m bench.gpu --device cpu --tiny --rounds 2    # the whole path on a CPU, a tiny model
+
+--precision (auto, fp32, bf16) is the lab's own switch: on a CPU "auto" is bf16 only where this machine runs
+bf16 matmuls faster (an AMD without bf16 units: fp32), and the latency table then has no autocast rows.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import torch
 
 from bench.common import fixed_batch, hf_adamw, hf_train_step, hf_twin, interleaved_ms, median_ratio
 from bertviz_lab.bert.config import BertConfig
-from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain.config import PRECISIONS, TrainConfig
 from bertviz_lab.pretrain.data import Batch
 from bertviz_lab.pretrain.loop import Trainer
 
@@ -53,6 +56,7 @@ PEAKS = ((r"H100.*PCIe", 756e12), (r"H100.*NVL", 835e12), (r"H100", 989e12), (r"
 EMBEDDING_TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 INFERENCE_BATCHES = (1, 32)
 LABELS = {torch.bfloat16: "bf16", torch.float16: "fp16", None: "fp32"}  # an autocast dtype (None: off) by name
+TRAINING = {torch.bfloat16: "bf16 autocast", torch.float16: "fp16 autocast", None: "fp32 (no autocast)"}
 NO_GPU = ("no CUDA GPU: this benchmark measures one (run it where torch.cuda.is_available()); "
           "to smoke-test its code path on the CPU, run it with --device cpu --tiny")
 
@@ -123,7 +127,7 @@ def print_latencies(trainer: Trainer, hf, cfg: BertConfig, seq_len: int, args: a
     trainer.model.eval()
     hf.eval()
     for size in INFERENCE_BATCHES:
-        for dtype in (trainer.amp_dtype, None):
+        for dtype in dict.fromkeys((trainer.amp_dtype, None)):  # fp32 once where the run has no autocast
             batch = fixed_batch(cfg, size, seq_len, trainer.device)
             times = latency({"ours": trainer.model, "transformers": hf}, batch, dtype, rounds=args.rounds,
                             repeats=args.steps)
@@ -140,6 +144,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds (default: 10; --tiny: 3)")
     parser.add_argument("--steps", type=int, default=None, help="steps per timed call (default: 5; --tiny: 1)")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the card's peak dense bf16 TFLOP/s")
+    parser.add_argument("--precision", default="auto", choices=PRECISIONS,
+                        help="the run's autocast, as the lab's train --precision (default: auto)")
     args = parser.parse_args(argv)
     args.batch = args.batch or (4 if args.tiny else 64)
     args.rounds = args.rounds or (3 if args.tiny else 10)
@@ -154,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cfg, seq_len = (TINY, 32) if args.tiny else (BASE, 128)
     trainer = Trainer(TrainConfig(preset="tiny" if args.tiny else "base", seq_len=seq_len, batch_size=args.batch,
-                                  steps=10**6, warmup=0, lr=1e-4, device=args.device, precision="auto"),
+                                  steps=10**6, warmup=0, lr=1e-4, device=args.device, precision=args.precision),
                       model_config=cfg)
     device = trainer.device
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
@@ -165,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                           steps=args.steps)
     tokens = args.batch * seq_len
     rates = {name: tokens / statistics.median(times) * 1000 for name, times in ms.items()}
-    print(f"training step, batch {args.batch} x {seq_len}, {LABELS[trainer.amp_dtype]} autocast, fused AdamW:")
+    print(f"training step, batch {args.batch} x {seq_len}, {TRAINING[trainer.amp_dtype]}, fused AdamW:")
     for name, rate in rates.items():
         print(f"  {name:<18} {rate:10.0f} tokens/s  {statistics.median(ms[name]):8.2f} ms/step")
     print(f"ratio ours / transformers = {median_ratio(ms['transformers-sdpa'], ms['ours']):.2f} "

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import os
 import re
 import socket
 from pathlib import Path
 
+from bertviz_lab import settings
 from bertviz_lab.errors import LabError
 from bertviz_lab.files import MAX_PATH_CHARS, ROOT
 
-CLASSROOM_ENV = "BERTVIZ_CLASSROOM"
-MAX_RUNS_ENV = "BERTVIZ_MAX_RUNS"
+CLASSROOM_ENV = settings.CLASSROOM
+MAX_RUNS_ENV = settings.MAX_RUNS
 DEFAULT_PORT = 8501  # Streamlit's
 # What a visitor reads for any folder outside checkpoints/ and runs/, whether it exists or not.
 REFUSAL = "In classroom mode, visitors can open only the model folders under checkpoints/ and runs/."
@@ -35,15 +35,14 @@ _ABSOLUTE_PATH = re.compile(r"(?<![\w.~/:])/[^\s:;,'\"()]+")  # a server path le
 
 
 def classroom_mode() -> bool:
-    return os.environ.get(CLASSROOM_ENV, "") not in ("", "0")
+    """$BERTVIZ_CLASSROOM: 1 (true, yes, on) or 0 (false, no, off, unset); anything else is a ConfigError sentence,
+    which the app shows in place of every page (it cannot tell whether to guard the room)."""
+    return settings.flag(CLASSROOM_ENV)
 
 
 def max_runs() -> int:
-    """How many runs visitors may have training at once (default 2; $BERTVIZ_MAX_RUNS overrides)."""
-    try:
-        return max(1, int(os.environ.get(MAX_RUNS_ENV, "2")))
-    except ValueError:
-        return 2
+    """How many runs visitors may have training at once: $BERTVIZ_MAX_RUNS, 1 to 99 (default 2)."""
+    return settings.whole(MAX_RUNS_ENV, 1, 99, 2)
 
 
 # --- What a visitor may open ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ printing a traceback.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -164,6 +165,30 @@ def read_json(path, what: str | None = None, max_bytes: int = MAX_JSON_BYTES, er
     """A JSON file under the size cap (default 4 MB), parsed safely."""
     what = what or Path(os.fspath(path)).name
     return parse_json(read_text(path, what, max_bytes, error), what, error)
+
+
+def typed_fields(record, what: str, kinds: dict, most: int, error: type[LabError] = LabError) -> dict:
+    """The fields of a JSON record (a run's status.json) that have the types `kinds` names: str and dict as they
+    are (texts cut to 1,000 characters), int a whole number from 0 to `most`, float a time in seconds (0 to 1e11);
+    a field that is missing or null is left out. `error` names the first field of another type."""
+    if not isinstance(record, dict):
+        raise error(f"{what} holds {type(record).__name__} data, not a record")
+    wanted = {str: "text", dict: "a record", int: f"a whole number from 0 to {most:.0e}", float: "a time in seconds"}
+    out = {}
+    for key, kind in kinds.items():
+        value = record.get(key)
+        if value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = (isinstance(value, kind) if kind in (str, dict) else
+              number and isinstance(value, int) and 0 <= value <= most if kind is int else
+              number and math.isfinite(value) and 0 <= value < 1e11)
+        if not ok:
+            shown = (f"a {len(str(abs(value)))}-digit number" if number and isinstance(value, int)
+                     else type(value).__name__)
+            raise error(f"{what}: {key} should be {wanted[kind]}, not {shown}")
+        out[key] = value[:1000] if kind is str else value
+    return out
 
 
 def free_memory_bytes() -> int | None:

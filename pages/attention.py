@@ -19,7 +19,8 @@ from bertviz_lab.ui.handout import record_table
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.state import Attention as K  # this page's session-state keys
 from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, index_picker, plain, sentence_inputs
+from bertviz_lab.ui.widgets import (chart, encode_or_stop, family_note, index_picker, plain, say,
+                                   sentence_inputs)
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import overview as ov
 
@@ -96,7 +97,7 @@ with off_tab:
         table = predictions(ckpt, encoding, off)
         st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
     except InputError as exc:
-        st.info(str(exc))
+        say("info", str(exc))
 
 # --- Softmax steps for the query ---------------------------------------------------------
 with softmax_tab:

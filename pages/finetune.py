@@ -12,6 +12,7 @@ import streamlit as st
 from bertviz_lab.ui import finetune as ui
 from bertviz_lab.ui.finetune_results import results
 from bertviz_lab.ui.router import end_page, ensure_router
+from bertviz_lab.ui.widgets import say
 
 ensure_router()
 st.title("Fine-tune")
@@ -26,7 +27,7 @@ with st.expander("Start a new run", expanded=not all_runs, icon=":material/add:"
                "value is checked before anything starts.")
     started = ui.run_form(sum(r.active for r in all_runs))
 if started is not None:
-    st.toast(f"Started {started.name}", icon=":material/play_arrow:")
+    say("toast", f"Started {started.name}", icon=":material/play_arrow:")
     all_runs = ui.RUNS.all_runs()
 
 ui.RUNS.notice()

@@ -11,7 +11,7 @@ from bertviz_lab.ui.losses import F4, FREQUENCY_COLUMNS, STEPS, before_after, re
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Losses as K  # this page's session-state keys
-from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, plain, sentence_inputs
+from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, plain, say, sentence_inputs
 from bertviz_lab.views import losses as lesson
 from bertviz_lab.views import masking_stats
 
@@ -43,7 +43,7 @@ try:
     walk = lesson.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=int(seed), mask_rate=rate,
                               mask_prob=shares[0], random_prob=shares[1], random_tokens=source)
 except InputError as exc:
-    st.warning(f"Cannot run this example: {exc}")
+    say("warning", str(exc), lead="Cannot run this example: ")
     end_page()
 
 titles = lesson.step_titles(walk)

@@ -14,7 +14,7 @@ from bertviz_lab.ui import why as ui
 from bertviz_lab.ui.models import active_model
 from bertviz_lab.ui.router import end_page
 from bertviz_lab.ui.state import Why as K  # this page's session-state keys
-from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain, sentence_inputs
+from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain, say, sentence_inputs
 from bertviz_lab.views import why as vw
 
 st.title("Why this guess?")
@@ -65,7 +65,7 @@ st.subheader("The guess explained")
 try:
     result = ui.explained(ckpt, encoding, ask)
 except InputError as exc:
-    st.error(str(exc))
+    say("error", str(exc))  # it quotes the typed words (or a link's): shown as typed, never as Markdown
     end_page()
 left, right = st.columns([2, 3])
 ui.guesses(result, left)

@@ -19,14 +19,16 @@ ROOT = Path(__file__).resolve().parents[1]
 PEAK_TFLOPS = 0.01  # a made-up peak for the CPU, so that the MFU line is printed with numbers
 
 
-@pytest.fixture(scope="module")
-def printed() -> str:
-    """What `python -m bench.gpu --device cpu --tiny --rounds 2` prints, with a peak given."""
+@pytest.fixture(scope="module", params=["auto", "bf16", "fp32"])
+def printed(request) -> tuple[str, str]:
+    """(the precision asked for, what `python -m bench.gpu --device cpu --tiny --rounds 2` prints with a peak given).
+    "auto" is bf16 on a CPU with bf16 units and fp32 on one without (an AMD EPYC with AVX2 only): both are run here
+    by name, on every machine."""
     done = subprocess.run([sys.executable, "-m", "bench.gpu", "--device", "cpu", "--tiny", "--rounds", "2",
-                           "--peak-tflops", str(PEAK_TFLOPS)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
+                           "--peak-tflops", str(PEAK_TFLOPS), "--precision", request.param], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return request.param, done.stdout
 
 
 def number(pattern: str, text: str) -> float:
@@ -36,6 +38,7 @@ def number(pattern: str, text: str) -> float:
 
 
 def test_a_tiny_cpu_run_prints_throughput_ratio_mfu_and_latency(printed):
+    precision, printed = printed
     ours = number(r"^  ours\s+(\d+) tokens/s", printed)
     theirs = number(r"^  transformers-sdpa\s+(\d+) tokens/s", printed)
     assert ours > 0 and theirs > 0
@@ -46,7 +49,11 @@ def test_a_tiny_cpu_run_prints_throughput_ratio_mfu_and_latency(printed):
     assert mfu == pytest.approx(ours * per_token / (PEAK_TFLOPS * 1e12) * 100, rel=0.02, abs=0.1)
     latencies = re.findall(r"^  batch\s+(\d+) (bf16|fp32)  ours\s+([\d.]+) ms  transformers\s+([\d.]+) ms  ratio "
                            r"([\d.]+)$", printed, re.MULTILINE)
-    assert {(int(b), dtype) for b, dtype, *_ in latencies} == {(1, "bf16"), (1, "fp32"), (32, "bf16"), (32, "fp32")}
+    trained = re.search(r"^training step, batch 4 x 32, (bf16 autocast|fp32 \(no autocast\)), fused AdamW:$", printed,
+                        re.MULTILINE)
+    assert trained and (precision == "auto" or trained.group(1).startswith(precision)), printed
+    run = {"fp32"} | {trained.group(1).split()[0]}  # the run's own precision, and fp32 beside it (once)
+    assert sorted((int(b), dtype) for b, dtype, *_ in latencies) == sorted((b, d) for b in (1, 32) for d in run)
     assert all(float(x) > 0 for *_, a, b, r in latencies for x in (a, b, r))
 
 

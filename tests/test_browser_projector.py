@@ -23,13 +23,24 @@ PAGES = ["", "lesson", "predict", "attention", "representations", "pretrain", "t
          "worked"]
 SIZES = [(1024, 768, "?projector=1"), (1366, 768, "")]
 GRID = '[data-testid="stDataFrame"]'
-# One table: does the grid fit its scroller, and how the scroller's horizontal bar is drawn.
+# One table: does the grid fit its scroller, and how the scroller's horizontal bar is drawn; measured once the grid
+# has stopped changing (the same numbers over 5 animation frames in a row, fonts loaded): a grid sizes its columns
+# and draws its bar a few frames after the script ends, later on a slow machine, and a measure taken between the two
+# reads a wide table with no bar yet.
+SETTLE_JS = """async (df, measure) => { await document.fonts.ready; let last = '', same = 0, now = null;
+  for (let frame = 0; frame < 600 && same < 5; frame++) {
+    await new Promise(done => requestAnimationFrame(done)); now = measure(df);
+    const key = JSON.stringify(now); same = key === last ? same + 1 : 0; last = key; }
+  return now; }"""
 MEASURE_JS = """df => { const s = df.querySelector('.dvn-scroller'); const style = getComputedStyle(s);
   return {scroll: s.scrollWidth, width: s.clientWidth, bar: s.offsetHeight - s.clientHeight,
           colour: style.scrollbarColor}; }"""
-
-
 SHOWN_JS = "df => df.getBoundingClientRect().width > 0 && df.closest('details:not([open])') === null"
+
+
+def settled(grid, measure_js: str):
+    """`measure_js` on the grid once its result has held still (SETTLE_JS)."""
+    return grid.evaluate(f"df => ({SETTLE_JS})(df, {measure_js})")
 
 
 def tables(page) -> list[dict]:
@@ -37,11 +48,11 @@ def tables(page) -> list[dict]:
     a grid draws its scroller only once it is on screen."""
     found = []
     for grid in page.locator(GRID).all():
-        if not grid.evaluate(SHOWN_JS):
+        if not settled(grid, SHOWN_JS):
             continue
         grid.scroll_into_view_if_needed()
         grid.locator(".dvn-scroller").wait_for(state="attached", timeout=15_000)
-        found.append(grid.evaluate(MEASURE_JS))
+        found.append(settled(grid, MEASURE_JS))
     return found
 
 
@@ -145,5 +156,6 @@ def test_a_table_wider_than_its_box_draws_its_scrollbar_without_a_hover(browser,
     with streamlit_server(script=str(script)) as url, new_page(1024, 768) as page:
         open_page(page, url)
         page.mouse.move(0, 0)
+        page.locator(GRID).wait_for(timeout=30_000)
         (table,) = tables(page)
         assert table["scroll"] > table["width"] + 1 and cue_shown(table)

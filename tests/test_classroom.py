@@ -24,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.corpus.user_text import MAX_TEXT_BYTES, read_text_file
-from bertviz_lab.errors import InputError
+from bertviz_lab.errors import InputError, LabError
 from bertviz_lab import classroom
 from bertviz_lab.files import ROOT as LAB
 from bertviz_lab.ui import classroom as ui_classroom
@@ -267,13 +267,18 @@ def test_the_banner_names_the_port_and_the_limit(monkeypatch):
     assert classroom.port_from_args(["--server.port=9000"]) == 9000 and classroom.port_from_args([]) == 8501
 
 
-@pytest.mark.parametrize("value, expected", [(None, 2), ("3", 3), ("0", 1), ("many", 2)])
+@pytest.mark.parametrize("value, expected", [(None, 2), ("3", 3), ("0", None), ("many", None)])
 def test_max_runs(monkeypatch, value, expected):
+    """None: refused with a sentence (tests/test_settings.py has the whole table of bad values)."""
     if value is None:
         monkeypatch.delenv(classroom.MAX_RUNS_ENV, raising=False)
     else:
         monkeypatch.setenv(classroom.MAX_RUNS_ENV, value)
-    assert classroom.max_runs() == expected
+    if expected is None:
+        with pytest.raises(LabError, match="^BERTVIZ_MAX_RUNS must be a whole number from 1 to 99"):
+            classroom.max_runs()
+    else:
+        assert classroom.max_runs() == expected
 
 
 # --- bertviz-lab app (and ./lab.sh app, which calls it) ----------------------------------------------

@@ -216,3 +216,17 @@ def test_an_electra_discriminator_explains_its_replaced_token_logit_at_a_positio
         assert main(["attribute", "--checkpoint", folder, "--device", "cpu", *args, "the cat sat on the mat ."]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+def test_deletion_reports_progress_on_stderr_and_keeps_stdout_json(capsys, monkeypatch):
+    """Issue 52: a run past a few seconds says how far it got on stderr, a pipe included (no terminal here), and
+    stdout stays one JSON document."""
+    from bertviz_lab.cli import explain
+
+    monkeypatch.setattr(explain.Bar, "QUIET_S", 0.0)  # every report is past the quiet start: all are said
+    assert main(["attribute", "--checkpoint", str(SHIPPED), "--device", "cpu", "--json", "--deletion", TEXT]) == 0
+    out, err = capsys.readouterr()
+    assert "deletion" in json.loads(out)
+    lines = err.strip().splitlines()
+    assert any("deletion curves" in line for line in lines) and any("attention flow" in line for line in lines)
+    assert all(re.fullmatch(r"attribute: [a-z -]+ \d+% \(\d+ s\)", line) for line in lines), lines

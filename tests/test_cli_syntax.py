@@ -32,6 +32,7 @@ from bertviz_lab.syntax.treebank import read_treebank
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny models run on one torch thread
 
 ROOT = Path(__file__).resolve().parents[1]
+PROGRESS = re.compile(r"syntax: +\d+% (.+) \(\d+ s\)")  # one line of progress on stderr: how far, the stage, the time
 SENTENCES = 40
 # The tiny vocabulary, with both forms of "be" in either tense and the example's words as whole tokens.
 EXTRA = "were is are children park happy in".split()
@@ -74,11 +75,17 @@ def ckpt(folder):
     return load_checkpoint(folder)
 
 
-def run(capsys, folder, *args) -> str:
+def run_both(capsys, folder, *args) -> tuple[str, list[str]]:
+    """(stdout, stderr's lines): progress lines only on stderr (not a terminal here: no bar, plain lines)."""
     assert main(["syntax", "--checkpoint", str(folder), "--device", "cpu", *map(str, args)]) == 0
     captured = capsys.readouterr()
-    assert captured.err == ""  # no progress bar when stderr is not a terminal
-    return captured.out
+    lines = captured.err.splitlines()
+    assert lines and all(PROGRESS.fullmatch(line) for line in lines), lines
+    return captured.out, lines
+
+
+def run(capsys, folder, *args) -> str:
+    return run_both(capsys, folder, *args)[0]
 
 
 def report(capsys, folder, *args) -> dict:
@@ -128,11 +135,29 @@ def test_json_is_the_reports_and_shaped_by_the_model(without_control):
 
 
 def test_the_control_adds_the_probe_on_random_weights(capsys, folder, ckpt, without_control):
-    got, want = report(capsys, folder, "--sentences", SENTENCES), expected(ckpt, control=True)
+    out, progress = run_both(capsys, folder, "--json", "--sentences", SENTENCES)
+    got, want = json.loads(out), expected(ckpt, control=True)
     assert {k: got[k] for k in want} == want
     control = got["probe"]["random_weights"]
     assert [s["layer"] for s in control] == list(range(LAYERS + 1))
     assert got["probe"]["layers"] == without_control[0]["probe"]["layers"]  # the control changes nothing else
+
+
+def test_progress_says_each_stage_on_stderr_as_it_starts_and_stdout_stays_json(capsys, folder):
+    """Issue 52: a 22.7M-parameter model ran 17.5 minutes printing nothing. Every stage is said as it starts, in
+    order, with how far it is; stdout holds the JSON alone."""
+    out, lines = run_both(capsys, folder, "--json", "--sentences", SENTENCES)
+    assert json.loads(out)["sentences"] == SENTENCES
+    stages = [PROGRESS.fullmatch(line).group(1) for line in lines]
+    control = "the control (random weights): "
+    want = ["reading the sentences: 0 of 40", *(f"training the structural probe: layer {n} ({n} of {LAYERS + 1} "
+                                               "layers done" for n in range(LAYERS + 1)),
+            "scoring every head on every relation", f"{control}reading the sentences: 0 of 40",
+            f"{control}training the structural probe: layer 0 (0 of 3", "scoring the agreement pairs", "done"]
+    found = [next(i for i, stage in enumerate(stages) if stage.startswith(start)) for start in want]
+    assert found == sorted(found) and found[0] == 0 and found[-1] == len(stages) - 1, stages
+    assert lines[-1].startswith("syntax: 100% done")
+    assert any(re.fullmatch(r"scoring the agreement pairs: \d+ of \d+", stage) for stage in stages)
 
 
 def test_the_tables_show_the_jsons_numbers(capsys, folder, without_control):

@@ -55,7 +55,9 @@ def test_reveal_shows_occlusions_word_and_the_attended_word_as_views_why_compute
     assert f"“{shown(result.target)}”" in verdict  # the guess explained: the top guess
     drops, weights = (json.loads(c.proto.spec)["data"][0]["x"] for c in at.get("plotly_chart"))
     movable = result.explanation.movable
-    np.testing.assert_allclose(drops, result.explanation.values["occlusion"][movable], rtol=1e-6, atol=1e-6)
+    # A drop is a difference of two float32 logits near 10, whose last bit is 1e-6: the page's run and this one may
+    # take different thread counts (ui/turns.py), and on another CPU's BLAS (an AMD's AVX2 path) a different sum order.
+    np.testing.assert_allclose(drops, result.explanation.values["occlusion"][movable], rtol=1e-5, atol=2e-5)
     np.testing.assert_allclose(weights, result.explanation.values["attention"][movable], rtol=1e-6, atol=1e-6)
 
 

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 import textwrap
-import time
 import tomllib
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 from conftest import installed_env, no_gpu_env
+from test_serve_settings import check_served_as_the_lab, hostile_folder
 
 from bertviz_lab import files
 
@@ -139,23 +139,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_the_installed_app_command_serves_from_any_folder(installed, tmp_path):
+def test_the_installed_app_command_serves_from_any_folder_with_its_own_settings(installed, tmp_path):
+    """From a folder whose .streamlit/config.toml opens the server to other sites, serves files and moves the app
+    (test_serve_settings.HOSTILE): the installed lab serves with its own settings, and no file beside its app.py."""
     port = free_port()
-    env = installed_env(installed, tmp_path)
+    env = {k: v for k, v in installed_env(installed, tmp_path).items() if not k.startswith("STREAMLIT_")}
+    where = hostile_folder(tmp_path / "shared")
+    static = installed / "bertviz_lab" / "lab" / "static"
+    static.mkdir()
+    shutil.copy(where / "static" / "planted.txt", static)
     server = subprocess.Popen([sys.executable, str(installed / "bin" / "bertviz-lab"), "app", "--server.port",
-                               str(port), "--server.headless", "true"], cwd=tmp_path, env=env,
+                               str(port), "--server.headless", "true"], cwd=where, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline, health = time.monotonic() + 90, ""
-        while time.monotonic() < deadline and server.poll() is None and health != "ok":
-            try:
-                health = urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2).read().decode()
-            except OSError:
-                time.sleep(0.3)
-        assert health == "ok"
+        check_served_as_the_lab(f"http://localhost:{port}", server)
     finally:
         server.terminate()
         out = server.communicate(timeout=30)[0]
+        shutil.rmtree(static)
     assert f"localhost:{port}" in out and "Network URL" not in out  # the shipped settings: this machine only
 
 

@@ -27,6 +27,7 @@ from bertviz_lab.ui.models import DEFAULT_CHECKPOINT
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import finetune_dev as fd
 from bertviz_lab.views.finetune_dev import MAX_WORDS
+from bertviz_lab.ui.widgets import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "finetune.py")
@@ -376,7 +377,7 @@ def test_a_checkpoint_that_is_not_a_classifier_is_a_message(trained, tmp_path, m
     for tab in ("On the dev set", "Try it", "Before and after"):
         at = page(tab)
         assert not at.exception
-        assert "not a fine-tuned classifier" in at.warning[0].value, tab
+        assert plain("not a fine-tuned classifier") in at.warning[0].value, tab
 
 
 # --- Run controls (the run pages' shared library, ui/runs.py, with this page's keys) --------------------------

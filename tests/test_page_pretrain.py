@@ -18,6 +18,7 @@ from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.views.pretrain import AUTOCAST_WORDS, LABELS
+from bertviz_lab.ui.widgets import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "pretrain.py")
@@ -99,7 +100,7 @@ def test_an_invalid_value_is_refused_by_name_and_starts_nothing(runs_dir, values
     at = submit(fill(page(), **values))
     assert not at.exception
     (error,) = at.error
-    assert error.value.startswith(f"**{LABELS[field]}**: {field} ")  # the form's label, then the field
+    assert error.value.startswith(f"**{LABELS[field]}**: {plain(field)} ")  # the form's label, then the field
     assert run_folders(runs_dir) == [] and not (runs_dir / "uploads").exists()
 
 
@@ -114,7 +115,7 @@ def test_a_bad_upload_is_refused_and_starts_nothing(runs_dir, data, words):
     at.file_uploader(key="pretrain.upload").set_value(("class.txt", data, "text/plain"))
     at = submit(at)
     (error,) = at.error
-    assert "corpus" in error.value and words in error.value
+    assert "corpus" in error.value and plain(words) in error.value  # as plain text
     assert run_folders(runs_dir) == [] and not (runs_dir / "uploads").exists()
 
 

@@ -6,6 +6,7 @@ head says agreement needs one."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -315,3 +316,114 @@ def test_a_link_restores_the_tab_and_the_choices_and_the_view_writes_them_back(t
     assert {name: at.query_params[name] for name in query} == {**query, "tab": AGREEMENT}
     assert [p.name for p in links.PAGES["syntax"]] == ["source", "sentences", "own", "tab", "relation", "direction",
                                                       "layer", "head", "probe_layer", "sentence", "attractors"]
+
+
+# --- Issue 52: progress from the first second, the upload off the compute turn, uploaded text shown as written ----
+def test_the_analysis_draws_its_stage_and_how_far_before_it_finishes(tiny, monkeypatch):
+    """Timing-free: the analysis (the real one) waits after its first report of the sentences read until the page
+    has drawn that report, so the bar is seen while it runs, whatever the model's size."""
+    import threading
+
+    drawn, bars, real = threading.Event(), [], ui.analyse
+    progress = ui.st.progress
+
+    def bar(value, text=None):
+        bars.append(text)
+        if text and text.startswith("Reading the sentences: 0 of 30"):
+            drawn.set()
+        return progress(value, text)
+
+    def analyse(*args, progress, **options):
+        def hold(fraction, message):
+            progress(fraction, message)
+            if message == "reading the sentences: 0 of 30":  # before the first batch
+                assert drawn.wait(30), bars  # the page drew this very report before the work went on
+        return real(*args, progress=hold, **options)
+
+    monkeypatch.setattr(ui.st, "progress", bar)
+    monkeypatch.setattr(ui, "analyse", analyse)
+    at = run_analysis(page(tiny, syntax__sentences=30, syntax__control=False))
+    assert drawn.is_set(), bars
+    assert table_with(at, "dependents")["dependents"][0] > 0  # and the analysis went on to its end
+
+
+def _uploaded(trees, relation: str) -> bytes:
+    """The trees in CoNLL-U with every det renamed `relation`, and one sentence that is not a tree."""
+    text = "".join(t.to_conllu() for t in trees).replace("\tdet\t", f"\t{relation}\t")
+    return (text + "1\ttwo\t_\tX\t_\t_\t0\troot\t_\t_\n2\troots\t_\tX\t_\t_\t0\troot\t_\t_\n\n").encode()
+
+
+def test_an_uploaded_relation_name_and_file_name_are_shown_as_written(tiny):
+    """A DEPREL of <b>bold</b> is no bold title or hover; the file's name is no Markdown in the expander."""
+    bold = "<b>bold</b>"
+    at = page(tiny, syntax__source="treebank", syntax__control=False)
+    at.file_uploader(key="syntax.upload").set_value(("[x](https://evil.example) <img src=x>.conllu",
+                                                     _uploaded(story_corpus(SENTENCES).trees, bold),
+                                                     "text/plain")).run()
+    label = at.expander[0].label
+    assert shown(label).replace("\u2060", "") == "What was left out of [x](https://evil.example) <img src=x>.conllu"
+    assert not re.search(r"(?<!\\)[\[\]()<>]", label)  # every bracket escaped: drawn as written, no link
+    run_analysis(at)
+    at.selectbox(key="syntax.relation").set_value(bold).run()
+    title = titled(at, "&lt;b&gt;bold&lt;/b&gt;, dependent → head")["layout"]["title"]["text"]
+    assert bold not in title and "<" not in title
+    assert f"{bold} dependent" in said(at) and not any(bold in m.value for m in at.markdown)
+
+
+def test_every_syntax_chart_draws_its_title_as_written():
+    """Plotly draws a subset of HTML in titles: a relation's name from a treebank is escaped, never bold."""
+    from bertviz_lab.figures import syntax as figs
+
+    title = "<b>bold</b> & <a href='https://evil.example'>x</a>"
+    built = [figs.accuracy_heatmap(np.zeros((2, 2)), title), figs.share_bars(["<i>a</i>"], np.ones(1), np.ones(1), title),
+             figs.tree_arcs(["a", "b"], [(0, 1)], [(0, 1)], title), figs.probe_curves({"UUAS": np.ones(2)}, 0.5, title),
+             figs.agreement_bars([0], np.ones(1), [1], [1], title)]
+    for figure in built:
+        assert figure.layout.title.text == "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;a href='https://evil.example'&gt;x&lt;/a&gt;"
+    assert list(built[1].data[0].y) == ["&lt;i&gt;a&lt;/i&gt;"]  # a label, in the axis and the hover
+
+
+def test_a_treebank_is_read_off_the_compute_turn_with_a_progress_bar(tiny, monkeypatch):
+    """Issue 52: a 20 MiB treebank took 40 s in the script thread, holding one of the two compute turns. Through
+    app.py (which takes the turn), the reading runs while no script holds one, and its progress is drawn."""
+    import threading
+
+    from bertviz_lab.ui import turns
+
+    real, held, drawn, bars = ui.read_treebank, [], threading.Event(), []
+    progress = ui.st.progress
+
+    def bar(value, text=None):
+        bars.append(text)
+        if (text or "").startswith("Reading the treebank: line"):
+            drawn.set()
+        return progress(value, text)
+
+    def read(raw, name=None, progress=None):
+        if progress is None:  # read with no bar to draw: whether the script holds a turn meanwhile
+            held.append(turns._computing[0])
+
+        def hold(fraction, message):
+            progress(fraction, message)
+            assert drawn.wait(30), bars  # the page drew how far the reading is: the script waits on it ...
+            held.append(turns._computing[0])  # ... holding no turn (app.py's), as no other script run does
+        return real(raw, name, **({} if progress is None else {"progress": hold}))
+
+    monkeypatch.setattr(ui.st, "progress", bar)
+    monkeypatch.setattr(ui, "read_treebank", read)
+    at = app_test(Path(PAGE).parents[1] / "app.py", 300)
+    at.session_state["model.path"] = str(tiny)
+    at.session_state["syntax.source"] = "treebank"
+    at.run()
+    at.switch_page("pages/syntax.py").run()
+    raw = "".join(t.to_conllu() for t in story_corpus(300).trees).encode()  # past one report (every 250)
+    at.file_uploader(key="syntax.upload").set_value(("turn.conllu", raw, "text/plain")).run()
+    assert not at.exception and "300 sentences" in said(at)
+    assert held == [0]  # one report (at sentence 250), drawn while no script run held a turn
+
+
+def test_a_line_of_invisible_characters_names_the_box_the_page_has(tiny):
+    at = open_tab(page(tiny, syntax__source="own", syntax__own="the cat sat .\n\n\u200b"), SEARCH)
+    text = said(at)
+    assert "line 3 of “Your sentences, one a line” holds only characters that are not drawn (U+200B)" in text
+    assert "Text A" not in text and not at.dataframe

@@ -4,6 +4,7 @@ should and nothing else, bad words say why, and RoBERTa, ELECTRA's discriminator
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +115,7 @@ def test_a_word_not_in_the_vocabulary_says_so_and_a_contrast_changes_f():
     assert expected["score"] != pytest.approx(report(target="rug")["score"])
     assert_strips_are(at, expected)
     at.text_input(key="why.contrast").input("rug").run()
-    assert "the contrast word is the target itself" in at.error[0].value
+    assert "Target word and the Contrast word are the same token" in at.error[0].value
 
 
 def test_several_masks_get_a_picker_and_no_mask_says_how_to_write_one():
@@ -128,8 +129,8 @@ def test_several_masks_get_a_picker_and_no_mask_says_how_to_write_one():
     assert not at.exception and "has no [MASK]" in shown(at.info[0].value)
 
 
-def test_a_big_model_waits_for_the_causal_check_and_shows_progress(monkeypatch):
-    monkeypatch.setattr(ui, "BIG_PARAMETERS", 0)
+def test_a_costly_causal_check_waits_for_its_button(monkeypatch):
+    monkeypatch.setattr(ui, "AUTO_SECONDS", 0.0)
     at = page(why__text_a="the dog sat on the [MASK] .")
     assert not at.exception and not any("AOPC" in d.value.columns for d in at.dataframe)
     assert at.button(key="why.run").label == "Run the causal check"
@@ -248,3 +249,87 @@ def test_a_contrasts_causal_check_follows_sigmoid_f():
 def _shipped():
     ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
     return ckpt.model, ckpt.tokenizer
+
+
+# --- Issue 52: typed words stay text, long work shows progress, the causal check waits past its estimate ----------
+PAYLOADS = ["[Click](https://evil.example/phish)", "![x](https://evil.example/track.png)",
+            "<img src=https://evil.example/x.png>", "https://evil.example/bare"]
+
+
+def assert_no_live_markup(at: AppTest) -> None:
+    """No error, warning, info, caption or Markdown body draws a payload's link, image or HTML when rendered as
+    Markdown, nor holds a bare address GFM would link ("https://" unbroken)."""
+    from markdown_it import MarkdownIt
+
+    render = MarkdownIt("commonmark").render  # raw HTML passes through it, as links and images do
+    for element in [*at.error, *at.warning, *at.info, *at.caption, *at.markdown]:
+        html = render(element.value)
+        assert "<a " not in html and "<img" not in html and "https://evil" not in element.value, element.value
+
+
+@pytest.mark.parametrize("field", ["why__target", "why__contrast"])
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_a_typed_word_in_an_error_is_shown_as_plain_text(field, payload):
+    from bertviz_lab.ui.widgets import plain
+
+    at = page(**{field: payload})
+    (error,) = at.error
+    assert plain(f"'{payload}'") in error.value and "\\[" in plain(payload) + error.value
+    assert_no_live_markup(at)
+
+
+def test_a_sentence_of_payloads_is_explained_with_every_message_plain(monkeypatch):
+    monkeypatch.setattr(ui, "AUTO_SECONDS", 0.0, raising=False)  # the causal check waits: not what is tested here
+    at = page(why__text_a=f"{PAYLOADS[0]} the [MASK] . {PAYLOADS[2]}")  # the shipped model reads its first 64 tokens
+    assert_no_live_markup(at)
+    assert "8 (" in titled(at, "Each method's answer")["data"][0]["x"]  # explained: the link's own pieces
+    at.text_input(key="why.target").input(PAYLOADS[0]).run()
+    assert at.error and "evil" in at.error[0].value
+    assert_no_live_markup(at)
+
+
+def test_target_equal_to_contrast_is_said_before_any_work(monkeypatch):
+    ui.EXPLAINED.clear()
+    calls = []
+    real = vw.why
+    monkeypatch.setattr(vw, "why", lambda *a, **k: calls.append(k) or real(*a, **k))
+    at = page(why__target="mat", why__contrast="mat")
+    (error,) = at.error
+    assert "Target word" in error.value and "Contrast word" in error.value and not calls
+    at = page(why__contrast="mat")  # empty target: the top guess, which is mat here
+    (error,) = at.error
+    assert "Contrast word" in error.value and "top guess" in error.value and not calls
+
+
+def test_progress_is_drawn_before_the_explanation_ends_whatever_the_models_size(monkeypatch):
+    import streamlit
+
+    ui.EXPLAINED.clear()
+    drawn, real = [], streamlit.progress
+    monkeypatch.setattr(streamlit, "progress", lambda value, text=None: drawn.append((value, text))
+                        or real(value, text=text))
+    page()
+    assert drawn and drawn[0][0] < 1 and any("Running" in (text or "") for _, text in drawn)
+
+
+def test_the_causal_check_waits_for_its_button_past_its_estimate_and_then_the_button_goes(monkeypatch):
+    ui.EXPLAINED.clear()
+    ui.CHECKED.clear()
+    checked = []
+    real = vw.deletion_for
+    monkeypatch.setattr(vw, "deletion_for", lambda *a, **k: checked.append(1) or real(*a, **k))
+    monkeypatch.setattr(ui, "AUTO_SECONDS", 0.0)  # any estimate is now past the threshold
+    first, second = page(), page()  # two sessions of the class
+    for at in (first, second):
+        assert not any("AOPC" in d.value.columns for d in at.dataframe) and not checked
+        assert at.button(key="why.run").label == "Run the causal check"
+        offer = next(c.value for c in at.caption if "on this machine" in c.value)
+        assert re.search(r"about [\d.,]+ (s|seconds|minutes?)", offer) and "runs" not in offer
+    first.button(key="why.run").click().run()
+    assert not first.exception and any("AOPC" in d.value.columns for d in first.dataframe) and len(checked) == 1
+    second.button(key="why.run").click().run()
+    for at in (first, second):
+        assert any("AOPC" in d.value.columns for d in at.dataframe)
+        assert "why.run" not in [b.key for b in at.button]
+        assert not any("on this machine" in c.value for c in at.caption)
+    assert len(checked) == 1  # the second session read the first one's check

@@ -300,6 +300,43 @@ def test_delete_removes_the_folder_and_its_upload_once_no_run_uses_it(runs_dir, 
         runs.start(TrainConfig(**SMALL), "uploads")
 
 
+def test_a_run_folder_that_is_a_link_is_refused_and_nothing_is_written_through_it(runs_dir, tmp_path, capsys):
+    """runs/evil links to a folder outside the runs folder that holds a status.json: every command refuses it
+    before it locks anything, so no .lock or lock_holder.json (nor a stop marker) lands in that folder."""
+    outside = fake_run(tmp_path, "outside")
+    (runs_dir / "evil").symlink_to(outside, target_is_directory=True)
+    before = sorted(p.name for p in outside.iterdir())
+    assert runs.read(runs_dir / "evil").status == "unreadable"
+    assert "link" in runs.read(runs_dir / "evil").message
+    for action in ("delete", "resume", "stop"):
+        assert main(["runs", action, "evil"]) == 2
+        assert "'evil'" in capsys.readouterr().err
+    for action in (runs.delete, runs.resume):
+        with pytest.raises(ConfigError, match=r"^run 'evil' is a link to a folder elsewhere, and the lab changes "
+                                              r"only folders inside the runs folder$"):
+            action(runs_dir / "evil")
+    assert not runs.stop(runs_dir / "evil")
+    assert sorted(p.name for p in outside.iterdir()) == before and (runs_dir / "evil").is_symlink()
+
+
+def test_deleting_a_run_never_deletes_through_an_uploads_folder_that_is_a_link(runs_dir, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "abc.txt").write_text("a text of the user's own")
+    (runs_dir / "uploads").symlink_to(elsewhere, target_is_directory=True)
+    fake_run(runs_dir, "a", corpus=str(runs_dir / "uploads" / "abc.txt"))
+    runs.delete(runs_dir / "a")
+    assert not (runs_dir / "a").exists() and (elsewhere / "abc.txt").exists()
+
+
+def test_train_says_what_its_setup_is_doing_on_stderr(tmp_path):
+    done = train_cli("--run-dir", tmp_path / "run", *runs.cli_args(TrainConfig(**{**SMALL, "steps": 2})))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("train: ")]
+    assert [line.split(":")[1].split()[0] for line in said[:3]] == ["preparing", "ready", "step"], said
+    assert said[-1].startswith("train: finished 2 steps"), said
+
+
 def test_the_classroom_cap_is_checked_when_a_run_starts(runs_dir, sleeper):
     fake_run(runs_dir, "one", "running", started_by="visitor 10.0.0.8", pid=sleeper().pid)
     with pytest.raises(ConfigError, match="1 runs are training and this server allows 1 at once"):

@@ -136,7 +136,10 @@ def test_a_probe_finds_a_tree_hidden_in_the_vectors_and_not_one_that_is_absent()
     train, test = corpus(0, 150, layers=2), corpus(1, 40, layers=2)
     calls = []
     report = probe_layers(train, test, rank=16, seed=3, progress=lambda *a: calls.append(a))
-    assert [s.layer for s in report.layers] == [0, 1] and [c[:2] for c in calls] == [(1, 2), (2, 2)]
+    assert [s.layer for s in report.layers] == [0, 1]
+    # each layer's start is said (a wide model's layer takes seconds), with the last one's UUAS, then the end
+    assert [c[:2] for c in calls] == [(0, 2), (1, 2), (2, 2)] and calls[0][2] == "layer 0 (0 of 2 layers done)"
+    assert calls[1][2] == f"layer 1 (1 of 2 layers done; layer 0's UUAS {report.layers[0].uuas:.2f})"
     assert (report.train_sentences, report.dev_sentences, report.test_sentences, report.rank) == (150, 15, 40, 16)
     for score in report.layers:
         assert score.uuas > 0.9 and score.spearman > 0.8 and score.root_accuracy > 0.8

@@ -145,3 +145,38 @@ def test_write_refuses_what_would_not_read_back(tmp_path):
     with pytest.raises(InputError, match="holding whitespace"):
         write_treebank([spaced], tmp_path / "x.conllu")
     assert not (tmp_path / "x.conllu").exists()
+
+
+def test_a_big_file_says_how_far_its_reading_is_and_a_small_one_says_nothing(tmp_path):
+    """Issue 52: 20 MiB of 100-word sentences take 16-40 s to read; the page and the command draw how far."""
+    lines_in = (CAT + RAIN).count("\n")  # two sentences: 10 lines, their blank lines included
+    calls = []
+    bank = parse_treebank(((CAT + RAIN) * 300).encode(), "big.conllu", progress=lambda *a: calls.append(a))
+    assert len(bank.trees) == 600
+    total = (CAT + RAIN).count("\n") * 300 + 1  # the text split on line ends: one more piece than ends
+    assert [message for _, message in calls] == [
+        f"reading the treebank: line {n * lines_in // 2 - 1:,} of {total:,}" for n in (250, 500)]
+    assert [fraction for fraction, _ in calls] == [(n * lines_in // 2 - 1) / total for n in (250, 500)]
+    path = tmp_path / "small.conllu"
+    path.write_text(TWO, encoding="utf-8")
+    read_treebank(path, progress=lambda *a: calls.append(a))  # fewer than REPORT_EVERY sentences: no report
+    assert len(calls) == 2 and treebank.REPORT_EVERY == 250
+
+
+def test_a_sentence_of_invisible_words_is_left_out_with_a_reason_that_names_no_text_box():
+    """A treebank FORM of a zero-width space alone: the model reads no token of it. The sentence is left out (the
+    tokenizer's own message names "Text A", a box the Syntax page does not have), and the rest is analysed."""
+    from bertviz_lab.bert.tokenizer import WordPieceTokenizer
+    from bertviz_lab.corpus.tree import Tree
+    from bertviz_lab.syntax.report import Corpus, fitting, story_corpus
+
+    tokenizer = WordPieceTokenizer.from_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "."])
+    hidden = Tree(("\u200b", "\u2060"), (-1, 0), ("root", "dep"), ("X", "X"))
+    kept = fitting(Corpus([hidden, *story_corpus(10).trees], "mine.conllu"), tokenizer, 64)
+    assert len(kept.trees) == 10 and "Text A" not in kept.note
+    assert kept.note == ("1 sentences this model cannot read word by word were left out (the first: it has no "
+                         "characters the tokenizer can read (only invisible or control characters))")
+    from bertviz_lab.syntax.words import encode_words  # the one place the syntax package encodes a sentence's words
+
+    with pytest.raises(InputError, match="^it has no characters the tokenizer can read"):
+        encode_words(tokenizer, hidden.words, 64)

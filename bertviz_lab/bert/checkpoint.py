@@ -45,6 +45,13 @@ SAFETENSORS, PYTORCH_BIN = "model.safetensors", "pytorch_model.bin"
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit
 EXTRA_WEIGHT_BYTES = 64 << 20  # heads we ignore and buffers a real file may carry besides our weights
+# A model may have more rows of word embeddings than its tokenizer has tokens: rows no token reads, added so that the
+# matrix multiplies fast (transformers' resize_token_embeddings(pad_to_multiple_of=8 or 64), Megatron's multiple of
+# 128: 30,592 rows for BERT's 30,522 tokens). Fewer than PADDING extra rows and a row count that is a multiple of 8
+# are that padding and go unsaid; anything else is probably another model's tokenizer (more tokens than rows is
+# refused where each tokenizer is read), opened, but said wherever the model is shown, since its guesses are then
+# ranked among the tokenizer's tokens only.
+PADDING = 128
 
 
 @dataclass
@@ -62,6 +69,19 @@ class Checkpoint:
     @property
     def family(self) -> Family:
         return FAMILIES[self.config.family]
+
+    @property
+    def vocab_warning(self) -> str | None:
+        """One sentence to show beside the model when its tokenizer leaves rows of word embeddings unread."""
+        return vocab_warning(self.tokenizer.vocab_size, self.config.vocab_size)
+
+
+def vocab_warning(tokens: int, rows: int) -> str | None:
+    """What to say about a tokenizer of `tokens` tokens on a model of `rows` rows, or None for padding (PADDING)."""
+    if tokens >= rows or (rows - tokens < PADDING and rows % 8 == 0):
+        return None
+    return (f"This tokenizer has {tokens:,} tokens but the model has {rows:,} rows of word embeddings, so it may "
+            f"belong to another model: guesses are ranked among its {tokens:,} tokens only.")
 
 
 def save_checkpoint(model: BertForPreTraining, tokenizer: WordPieceTokenizer, directory,

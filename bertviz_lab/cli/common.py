@@ -29,7 +29,10 @@ def load(args):
     elif hub.looks_like_hub_id(folder) and not os.path.lexists(folder):
         with DownloadBar() as bar:
             folder = hub.fetch(folder, progress=bar)
-    return load_checkpoint(folder, device=resolve_device(getattr(args, "device", "cpu")))
+    ckpt = load_checkpoint(folder, device=resolve_device(getattr(args, "device", "cpu")))
+    if ckpt.vocab_warning:  # a tokenizer that leaves rows unread: said once, apart from the answer on stdout
+        print(f"warning: {ckpt.vocab_warning}", file=sys.stderr)
+    return ckpt
 
 
 def absolute(path: str) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import textwrap
+import time
 
 from bertviz_lab.cli.common import CHECKPOINT_HELP, load, printable
 from bertviz_lab.errors import InputError
@@ -31,7 +33,10 @@ methods agree with occlusion, and with --deletion each method's AOPC. With --jso
 "baseline_score", "delta", "flagged"}, "agreement": {method: {method: rho or null}}, "agreement_p": {method: p
 against occlusion or null}, "removable": n, "attention": {"layer", "head"}} and, with --deletion, "deletion":
 {"positions", "curves", "aopc", "random_aopc", "beats_random", "verdict" (beats, ties, below or null), "follows",
-"tied"}."""
+"tied"}.
+
+Progress goes to stderr, never stdout: a bar per stage on a terminal; elsewhere, once the run has taken 3 s, a line
+as each stage starts and every 5 s within one."""
 
 
 def add_parser(sub) -> None:
@@ -160,25 +165,39 @@ def table(result) -> list[str]:
 
 
 class Bar:
-    """Integrated gradients', occlusion's and the deletion curves' progress as a tqdm bar on stderr, drawn only
-    when stderr is a terminal (a pipe or a test reads no bar)."""
+    """Every method's progress and the deletion curves' on stderr (stdout stays the report, or the JSON): a tqdm bar
+    per stage on a terminal; elsewhere (a pipe, a log file), once the run has taken QUIET_S, a line as each stage
+    starts and at most every EVERY_S within one ("attribute: attention flow 40% (12 s)")."""
+
+    QUIET_S = 3.0  # a run shorter than this says nothing off a terminal
+    EVERY_S = 5.0
 
     def __init__(self) -> None:
         self.bar, self.label = None, None
+        self.start, self.said = time.monotonic(), -math.inf
 
     def __call__(self, fraction: float, label: str) -> None:
+        if not sys.stderr.isatty():
+            self._line(fraction, label)
+            return
         from tqdm import tqdm
 
-        if not sys.stderr.isatty():
-            return
         if label != self.label:  # each stage starts its own bar
             self.close()
             self.bar, self.label = tqdm(total=100, desc=label, file=sys.stderr, leave=False), label
         self.bar.update(round(100 * fraction) - self.bar.n)
 
+    def _line(self, fraction: float, label: str) -> None:
+        now = time.monotonic()
+        if now - self.start < self.QUIET_S or (label == self.label and now - self.said < self.EVERY_S):
+            return
+        self.label, self.said = label, now
+        print(f"attribute: {label} {fraction:.0%} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
 
     def __enter__(self) -> Bar:
         return self

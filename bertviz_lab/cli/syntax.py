@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import time
 
 from bertviz_lab.cli.common import CHECKPOINT_HELP, load, one_line, printable
 from bertviz_lab.errors import InputError
 
 MAX_SEED = 2**31 - 1
+COUNTS = re.compile(r"\d[\d,]* of \d[\d,]*")  # "320 of 1,200" in a progress label: how far, not which stage
 DESCRIPTION = """\
 Read a corpus of gold dependency trees with a model once, then measure three things (syntax/report.py):
 
@@ -36,7 +39,10 @@ With --json: {"corpus", "sentences", "relations": {relation: {"dependent_to_head
 "uuas", "spearman", "root_accuracy"}, ...], "linear_baseline_uuas", "random_weights": [{"layer", "uuas"}, ...],
 "train_sentences", "test_sentences", "rank"}, "agreement": {"0": accuracy, ...} or null, "agreement_pairs":
 {"0": pairs, ...}, "agreement_example": {"text", "right", "wrong", "p_right", "p_wrong"}} and "note" when
-sentences or the agreement were left out."""
+sentences or the agreement were left out.
+
+How far it is goes to stderr, never stdout: a bar on a terminal, else a line as each stage starts (reading the
+sentences, each layer's probe, the control, agreement) and every tenth of the way."""
 
 
 def add_parser(sub) -> None:
@@ -59,9 +65,9 @@ def cmd_syntax(args) -> int:
     from bertviz_lab.syntax.report import analyse
 
     _check_options(args)
-    corpus = _corpus(args)  # a broken treebank is refused before the model is loaded
-    ckpt = load(args)
     with Bar() as bar:
+        corpus = _corpus(args, bar)  # a broken treebank is refused before the model is loaded
+        ckpt = load(args)
         report = analyse(ckpt.model, ckpt.tokenizer, corpus, seed=args.seed, control=args.control, progress=bar)
     note = f"no agreement scores: {report.agreement_note}" if report.agreement_note else ""
     if args.json:
@@ -84,14 +90,15 @@ def _check_options(args) -> None:
         raise InputError(f"--seed must be from 0 to {MAX_SEED:,}, got {args.seed:,}")
 
 
-def _corpus(args):
-    """The story world's sentences, or the treebank's, with a note on the sentences left out."""
+def _corpus(args, progress=None):
+    """The story world's sentences, or the treebank's, with a note on the sentences left out (`progress` hears how
+    far a big treebank's reading is)."""
     from bertviz_lab.syntax.report import STORY_SENTENCES, Corpus, story_corpus
     from bertviz_lab.syntax.treebank import read_treebank
 
     if args.treebank is None:
         return story_corpus(args.sentences or STORY_SENTENCES, args.seed)
-    bank = read_treebank(args.treebank)
+    bank = read_treebank(args.treebank, progress=progress)
     first = [f"{bank.n_skipped:,} left out, the first because {bank.skipped[0]}"] if bank.skipped else []
     return Corpus(bank.trees, bank.name, "; ".join(one_line(n) for n in [*first, *bank.notes]))
 
@@ -194,22 +201,39 @@ def agreement_lines(report) -> list[str]:
 
 
 class Bar:
-    """`analyse`'s progress as one tqdm bar on stderr whose label follows the phase, drawn only when stderr is a
-    terminal (a pipe or a test reads no bar)."""
+    """`analyse`'s progress (and a big treebank's reading) on stderr, so stdout holds the report alone (--json stays
+    JSON): on a terminal one tqdm bar whose label follows the stage; elsewhere (a pipe, a log, a CI job) plain
+    lines, one as each stage starts and one each LINE_STEP of the way, "syntax:  27% reading the sentences: 320 of
+    1,200 (4 s)". A stage is the label without its counts ("320 of 1,200"): each layer of the probe is one."""
+
+    LINE_STEP = 0.1
 
     def __init__(self) -> None:
-        self.bar = None
+        self.bar, self.stage, self.shown = None, None, 0.0
+        self.start = time.perf_counter()
 
     def __call__(self, fraction: float, label: str) -> None:
+        fraction = max(0.0, min(1.0, fraction))
+        if sys.stderr.isatty():
+            self._draw(fraction, label)
+            return
+        stage = COUNTS.sub("", label)
+        if stage != self.stage or fraction >= self.shown + self.LINE_STEP or fraction < self.shown:
+            self.stage, self.shown = stage, fraction
+            print(f"syntax: {fraction:4.0%} {label} ({time.perf_counter() - self.start:.0f} s)", file=sys.stderr,
+                  flush=True)
+
+    def _draw(self, fraction: float, label: str) -> None:
         from tqdm import tqdm
 
-        if not sys.stderr.isatty():
-            return
+        if self.bar is not None and round(100 * fraction) < self.bar.n:  # the treebank read, the analysis starts
+            self.bar.close()
+            self.bar = None
         if self.bar is None:
             self.bar = tqdm(total=100, desc=label, file=sys.stderr, leave=False,
                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
         self.bar.set_description_str(label, refresh=False)
-        self.bar.update(max(0, min(100, round(100 * fraction))) - self.bar.n)
+        self.bar.update(round(100 * fraction) - self.bar.n)
 
     def __enter__(self) -> Bar:
         return self

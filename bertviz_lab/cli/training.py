@@ -63,6 +63,7 @@ def cmd_train(args) -> int:
     from bertviz_lab.pretrain.config import TrainConfig
 
     cfg = None
+    process.check_settings(process.PRETRAIN.kind)  # a bad BERTVIZ_THREADS or BERTVIZ_BATCH_CACHE: before any folder
     if not args.resume:
         process.refuse_used(args.run_dir)
         values = {f.name: getattr(args, f.name) for f in fields(TrainConfig)}

@@ -8,7 +8,9 @@ so the curve follows the contrastive score F and not what the two words share); 
 Samek et al. 2017: the mean of p(x) - p(x with the first k removed) over k = 0..n) is large when the method found
 what the score rests on. Tokens a method ties (rank.snap) are not put in any order: at each step inside a tied group
 the curve is the mean over the subsets of the group of that size (the mean over the group's orders), exact up to
-SUBSETS subsets, else SUBSETS seeded ones. Twenty seeded random orders give the bar to clear; an AOPC equal to the
+SUBSETS subsets, else TIE_DRAWS seeded ones, drawn from the group and the size alone (so methods that tie the same
+tokens share them, and their inputs run once): a tied group of g tokens costs about TIE_DRAWS x g inputs, not
+SUBSETS x g (a flow that saturates on 60 tokens took 3,700 inputs, twice the whole check untied). Twenty seeded random orders give the bar to clear; an AOPC equal to the
 best of them is a tie, not a loss. The sentences that say what the numbers show are written from the numbers.
 """
 
@@ -28,7 +30,8 @@ from bertviz_lab.explain.rank import ranks as ranks  # noqa: PLC0414 (checks.ran
 RANDOM_ORDERS = 20
 MIN_TESTED = 5  # removable tokens a test against random orders needs: 4 have only 24 orders, which 20 draws mostly cover
 RANDOM_SEED = 0
-SUBSETS = 64  # a tied group's curve averages at most this many subsets per step (exactly all, when there are fewer)
+SUBSETS = 64  # a tied group's curve averages every subset of a step's size when there are at most this many
+TIE_DRAWS = 8  # else this many seeded ones: the mean over tied orders to about a third of their spread, at a bounded cost
 AOPC_TIE = 1e-12  # AOPCs closer than this are equal: the same removals give the same numbers
 SMALL = 10  # over fewer removable tokens than this the agreement sentence says rho is noisy
 AGREE, DISAGREE = 0.5, 0.2  # rho at or above AGREE reads "agrees" (if its p is below SIGNIFICANT); below DISAGREE, "does not"
@@ -100,42 +103,67 @@ def order(values: np.ndarray, positions: np.ndarray) -> tuple[tuple[int, ...], .
     return groups(values, positions)
 
 
-def _subsets(group: tuple[int, ...], size: int, rng: np.random.Generator) -> tuple[list[frozenset], bool]:
-    """The subsets of `group` of `size` (all of them when there are at most SUBSETS, else SUBSETS seeded draws),
-    and whether they are all."""
+def _subsets(group: tuple[int, ...], size: int, seed: int) -> tuple[list[frozenset], bool]:
+    """The subsets of `group` of `size` (all of them when there are at most SUBSETS, else TIE_DRAWS draws seeded by
+    `seed`, the group and the size), and whether they are all."""
     if math.comb(len(group), size) <= SUBSETS:
         return [frozenset(c) for c in itertools.combinations(group, size)], True
-    return [frozenset(int(x) for x in rng.choice(group, size, replace=False)) for _ in range(SUBSETS)], False
+    rng = np.random.default_rng([seed, 1, size, *group])
+    return [frozenset(int(x) for x in rng.choice(group, size, replace=False)) for _ in range(TIE_DRAWS)], False
 
 
-def steps(removal: tuple[tuple[int, ...], ...], rng: np.random.Generator) -> tuple[list[list[frozenset]], bool]:
+def steps(removal: tuple[tuple[int, ...], ...], seed: int = RANDOM_SEED) -> tuple[list[list[frozenset]], bool]:
     """For k = 0..n, the sets of removed tokens whose p the curve averages after k removals in the order `removal`
     (tied groups: every subset of the size reached), and whether every average is exact."""
     sets, before, exact = [[frozenset()]], frozenset(), True
     for group in removal:
         for size in range(1, len(group) + 1):
-            found, whole = _subsets(group, size, rng)
+            found, whole = _subsets(group, size, seed)
             sets.append([before | s for s in found])
             exact &= whole
         before |= frozenset(group)
     return sets, exact
 
 
-def deletion(case: Case, methods: dict[str, np.ndarray], *, random_orders: int = RANDOM_ORDERS,
-             seed: int = RANDOM_SEED, progress: Progress | None = None, chunk: int = 64) -> Deletion:
-    """Every method's deletion curve and `random_orders` seeded random ones. Each distinct set of removed tokens
-    is run once (methods often share their first steps), `chunk` inputs a forward."""
+@dataclass(frozen=True)
+class Plan:
+    """What a causal check will run: every removal order, the sets of removed tokens each step averages, and each
+    distinct set once (`wanted`: set -> its row among the inputs)."""
+
+    positions: np.ndarray  # the removable tokens
+    orders: dict[str, tuple[tuple[int, ...], ...]]  # method -> its removal order, in tied groups
+    shuffled: list[tuple[tuple[int, ...], ...]]  # the random orders
+    planned: list[tuple[list[list[frozenset]], bool]]  # per order (methods', then random): steps() of it
+    wanted: dict[frozenset, int]
+
+    @property
+    def inputs(self) -> int:
+        """How many inputs the check runs through the model (one per distinct set of removed tokens)."""
+        return len(self.wanted)
+
+
+def plan(case: Case, methods: dict[str, np.ndarray], random_orders: int = RANDOM_ORDERS,
+         seed: int = RANDOM_SEED) -> Plan:
+    """The causal check's removals, before any of them runs (cheap: it only counts sets)."""
     positions = np.flatnonzero(case.removable)
     orders = {name: order(values, positions) for name, values in methods.items()}
     rng = np.random.default_rng(seed)
     shuffled = [tuple((int(p),) for p in rng.permutation(positions)) for _ in range(random_orders)]
-    tie_rng = np.random.default_rng([seed, 1])  # its own stream: the random orders stay those of `seed`
-    planned = [steps(removal, tie_rng) for removal in [*orders.values(), *shuffled]]
+    planned = [steps(removal, seed) for removal in [*orders.values(), *shuffled]]
     wanted: dict[frozenset, int] = {}
     for sets, _ in planned:
         for at_k in sets:
             for removed in at_k:
                 wanted.setdefault(removed, len(wanted))
+    return Plan(positions, orders, shuffled, planned, wanted)
+
+
+def deletion(case: Case, methods: dict[str, np.ndarray], *, random_orders: int = RANDOM_ORDERS,
+             seed: int = RANDOM_SEED, progress: Progress | None = None, chunk: int = 64) -> Deletion:
+    """Every method's deletion curve and `random_orders` seeded random ones. Each distinct set of removed tokens
+    is run once (methods often share their first steps), `chunk` inputs a forward."""
+    todo = plan(case, methods, random_orders, seed)
+    positions, orders, planned, wanted = todo.positions, todo.orders, todo.planned, todo.wanted
     sets = list(wanted)
     p = np.empty(len(sets))
     with torch.no_grad():
@@ -150,7 +178,7 @@ def deletion(case: Case, methods: dict[str, np.ndarray], *, random_orders: int =
     curves = [np.array([np.mean([p[wanted[s]] for s in at_k]) for at_k in sets_k]) for sets_k, _ in planned]
     names = list(orders)
     return Deletion(tuple(int(x) for x in positions), orders, dict(zip(names, curves)),
-                    np.array(curves[len(names):]).reshape(len(shuffled), len(positions) + 1),
+                    np.array(curves[len(names):]).reshape(len(todo.shuffled), len(positions) + 1),
                     case.score.follows, {name: exact for name, (_, exact) in zip(names, planned)})
 
 

@@ -5,7 +5,7 @@ Read from attention (what the [MASK] looked at; they never read F: the same for 
 - `rollout` (Abnar & Zuidema, 2020): per layer A' = 0.5 mean_heads(A) + 0.5 I (the residual stream as half of
   the mixing), rows renormalised; R = A'_L ... A'_1; the explained position's row of R.
 - `flow` (Abnar & Zuidema, 2020): the maximum flow from each input token to the explained position at the last
-  layer through the layered graph whose edge capacities are those A' (networkx).
+  layer through the layered graph whose edge capacities are those A' (solved by explain/flow.py).
 - `value_norm` (Kobayashi et al., 2020), last layer: || sum_h alpha_h[m, j] f_h(x_j) ||, f_h(x) = (x W_V^h + b_V^h)
   W_O^h: the weight times the size of what token j actually sends.
 Read from F itself (what changes the score), on the word vectors e_j (position and segment vectors held fixed):
@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining, BertOutput
+from bertviz_lab.explain.flow import max_flows
 from bertviz_lab.explain.score import Score, scorer
 
 IG_STEPS = 50  # Captum's default n_steps for integrated gradients
@@ -118,27 +119,13 @@ def rollout(A: np.ndarray, position: int) -> np.ndarray:
     return R[position]
 
 
-def flow(A: np.ndarray, position: int) -> np.ndarray:
+def flow(A: np.ndarray, position: int, progress: Progress | None = None) -> np.ndarray:
     """The maximum flow from each input token to `position` at the top of the layered graph: nodes (layer,
-    token) for layers 0..L, an edge from (l - 1, j) to (l, i) of capacity A'_l[i, j]. The top layer keeps only
-    the explained node (no flow ends anywhere else), and one residual network serves every source: for BERT-base
-    at 32 tokens that is 0.6 s instead of 2.4 s, the same values."""
-    import networkx as nx  # noqa: PLC0415 (only this method needs it)
-    from networkx.algorithms.flow import build_residual_network, preflow_push  # noqa: PLC0415
-
-    mixed = residual_mixing(A)
-    L, T = mixed.shape[0], mixed.shape[-1]
-    graph = nx.DiGraph()
-    graph.add_nodes_from((0, j) for j in range(T))  # every source, even one whose weights all underflowed to 0
-    graph.add_node((L, position))
-    for layer in range(1, L + 1):
-        for i in range(T) if layer < L else (position,):
-            graph.add_edges_from(((layer - 1, j), (layer, i), {"capacity": float(mixed[layer - 1, i, j])})
-                                 for j in range(T) if mixed[layer - 1, i, j] > 0)
-    residual = build_residual_network(graph, "capacity")
-    sink = (L, position)
-    return np.array([preflow_push(graph, (0, j), sink, residual=residual, value_only=True).graph["flow_value"]
-                     for j in range(T)])
+    token) for layers 0..L, an edge from (l - 1, j) to (l, i) of capacity A'_l[i, j]; the top layer keeps only
+    the explained node (no flow ends anywhere else). Solved block by block on that graph (explain/flow.py), one
+    source after another, `progress` told after each."""
+    report = None if progress is None else (lambda done: progress(done, "attention flow"))
+    return max_flows(residual_mixing(A), position, report)
 
 
 def value_norm(case: Case, out: BertOutput, A: np.ndarray) -> np.ndarray:

@@ -83,31 +83,30 @@ def case_for(model: BertForPreTraining, ids: list[int], segments: list[int], spe
 
 def explain(case: m.Case, tokens: list[str], *, layer: int = -1, head: int | None = None, ig_steps: int = m.IG_STEPS,
             progress: m.Progress | None = None) -> Explanation:
-    """All eight methods on `case`. `layer` and `head`: which attention the attention strip shows."""
+    """All eight methods on `case`. `layer` and `head`: which attention the attention strip shows. `progress` hears
+    (0, what) as each method starts, and the fraction done as attention flow, integrated gradients and occlusion go."""
     case.model.eval()
     seconds, values = {}, {}
+    said = progress or (lambda done, what: None)
 
-    def timed(name: str, fn):
+    def timed(name: str, what: str, fn):
+        said(0.0, what)  # before the method starts: a page draws its bar from the first second
         start = time.perf_counter()
         result = fn()
         seconds[name] = time.perf_counter() - start
         return result
 
-    out = timed("forward (traced)", lambda: m.trace(case))
+    out = timed("forward (traced)", "the model", lambda: m.trace(case))
     A = m.weights(out)
     layer = layer % A.shape[0]
-    values["attention"] = timed("attention", lambda: m.attention(A, case.score.position, layer, head))
-    values["rollout"] = timed("rollout", lambda: m.rollout(A, case.score.position))
-    if progress is not None:
-        progress(0.0, "attention flow")
-    values["flow"] = timed("flow", lambda: m.flow(A, case.score.position))
-    values["value_norm"] = timed("value_norm", lambda: m.value_norm(case, out, A))
-    if progress is not None:
-        progress(0.0, "gradients")
-    values["gradient"], values["gradient_x_input"] = timed("gradient", lambda: m.gradients(case))
-    ig = timed("integrated_gradients", lambda: m.integrated_gradients(case, ig_steps, progress))
+    values["attention"] = timed("attention", "attention", lambda: m.attention(A, case.score.position, layer, head))
+    values["rollout"] = timed("rollout", "rollout", lambda: m.rollout(A, case.score.position))
+    values["flow"] = timed("flow", "attention flow", lambda: m.flow(A, case.score.position, progress))
+    values["value_norm"] = timed("value_norm", "value-weighted norm", lambda: m.value_norm(case, out, A))
+    values["gradient"], values["gradient_x_input"] = timed("gradient", "gradients", lambda: m.gradients(case))
+    ig = timed("integrated_gradients", "integrated gradients", lambda: m.integrated_gradients(case, ig_steps, progress))
     values["integrated_gradients"] = ig.values
-    values["occlusion"] = timed("occlusion", lambda: m.occlusion(case, progress))
+    values["occlusion"] = timed("occlusion", "occlusion", lambda: m.occlusion(case, progress))
     with torch.no_grad():
         f, p = case.score.evaluate(case.model, case.ids, case.segments)
     values = {key: values[key] for key in METHODS}  # the table's order

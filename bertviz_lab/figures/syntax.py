@@ -2,7 +2,9 @@
 structural probe layer by layer, a sentence's gold tree against the probe's, and agreement by attractors.
 
 Right and wrong are told apart by colour and by line (blue solid, orange dashed), never by red against green
-alone, so the charts read the same to a colour-blind student and on a washed-out projector.
+alone, so the charts read the same to a colour-blind student and on a washed-out projector. Titles, labels and
+words arrive as plain text and are HTML-escaped here: plotly draws a subset of HTML, and a treebank's relation
+names and words are the uploader's (a DEPREL of "<b>x</b>" is shown as written, not in bold).
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ PICKS, BASE = "this head's picks", "all word pairs (the base rate)"
 CHANCE = "chance: 50% (half the subjects are plural)"  # the agreement line's label (corpus/agreement.py balances them)
 
 
+def _text(title: str) -> str:
+    """Plain text as plotly should draw it: its <, > and & escaped (the quotes need not be, outside a tag)."""
+    return html.escape(title, quote=False)
+
+
 def accuracy_heatmap(accuracy: np.ndarray, title: str) -> go.Figure:
     """(L, H) each head's accuracy on one relation and direction, 0..1, layers down the side, heads along."""
     L, H = accuracy.shape
@@ -29,7 +36,7 @@ def accuracy_heatmap(accuracy: np.ndarray, title: str) -> go.Figure:
         hovertemplate="%{y} · %{x}: %{z:.1%} right<extra></extra>",
         colorbar=dict(title=dict(text="right"), tickformat=".0%", thickness=14))
     layout = dict(xaxis=dict(type="category", side="top"), yaxis=dict(type="category", autorange="reversed"))
-    return go.Figure(data=[heatmap], layout=house(layout, title, 140 + 36 * L))
+    return go.Figure(data=[heatmap], layout=house(layout, _text(title), 140 + 36 * L))
 
 
 def share_bars(labels: list[str], shares: np.ndarray, bases: np.ndarray, title: str) -> go.Figure:
@@ -44,7 +51,7 @@ def share_bars(labels: list[str], shares: np.ndarray, bases: np.ndarray, title: 
     layout = dict(barmode="group", bargap=0.25, legend=dict(orientation="h", y=-0.12, x=0),
                   xaxis=dict(tickformat=".0%", range=[0, top * 1.18 + 1e-9], title=dict(text="share")),
                   yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=13)))
-    return go.Figure(data=bars, layout=house(layout, title, 150 + 38 * len(labels)))
+    return go.Figure(data=bars, layout=house(layout, _text(title), 150 + 38 * len(labels)))
 
 
 def probe_curves(curves: dict[str, np.ndarray], linear: float, title: str,
@@ -67,7 +74,7 @@ def probe_curves(curves: dict[str, np.ndarray], linear: float, title: str,
                              ticktext=["0 (emb.)", *map(str, x[1:])]),
                   yaxis=dict(range=[0, 1.02], title=dict(text="score (0 to 1)")),
                   legend=dict(orientation="v", x=1.02, y=1, xanchor="left"), hovermode="x unified")
-    return go.Figure(data=traces, layout=house(layout, title, 420))
+    return go.Figure(data=traces, layout=house(layout, _text(title), 420))
 
 
 def _arc(a: int, b: int, up: bool) -> tuple[str, float]:
@@ -118,7 +125,7 @@ def tree_arcs(words: list[str], gold: list[tuple[int, int]], predicted: list[tup
                   annotations=[dict(x=-0.8, y=reach * 0.85, text="gold tree", showarrow=False, xanchor="left"),
                                dict(x=-0.8, y=-reach * 0.85, text="the probe's tree", showarrow=False,
                                     xanchor="left")])
-    return go.Figure(data=traces, layout=house(layout, title, 240 + int(110 * reach)))
+    return go.Figure(data=traces, layout=house(layout, _text(title), 240 + int(110 * reach)))
 
 
 def agreement_bars(attractors: list[int], accuracy: np.ndarray, agreed: list[int], pairs: list[int],
@@ -135,4 +142,4 @@ def agreement_bars(attractors: list[int], accuracy: np.ndarray, agreed: list[int
                                line=dict(color=LINEAR, width=2, dash="dash"))],
                   annotations=[dict(xref="paper", x=1, y=0.5, text=CHANCE, showarrow=False, xanchor="right",
                                     yanchor="bottom", font=dict(color=LINEAR))])
-    return go.Figure(data=[bar], layout=house(layout, title, 400))
+    return go.Figure(data=[bar], layout=house(layout, _text(title), 400))

@@ -190,6 +190,8 @@ def needs_mlm(lab: Lab, then: str) -> None:
 
 def index(value, count: int, what: str, first: str = "", owner: str = "this model") -> int:
     """`value` as an int in 0..count-1, or an InputError naming the ones `owner` has (`first`: what 0 is)."""
+    if isinstance(value, str):  # "1" is not the layer 1 (nor a token's text: those calls look text up first)
+        raise InputError(f"{what} must be a whole number from 0 to {count - 1}, not the text {value!r}")
     number = as_int(value)
     if number is None or not 0 <= number < count:
         zero = f"0{f' ({first})' if first else ''}"

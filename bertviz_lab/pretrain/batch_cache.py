@@ -24,7 +24,6 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,20 +31,21 @@ import numpy as np
 import tokenizers
 import torch
 
-from bertviz_lab import atomic
+from bertviz_lab import atomic, settings
 from bertviz_lab.files import SHIPPED, data_root
 from bertviz_lab.pretrain.data import Batch
 
 FORMAT = 1
 MAX_FILES = 8  # the classroom preset's 600 batches take 22 MB
 MAX_BYTES = 64 << 20  # a run whose batches would take more is not cached (9 bytes a token)
-CACHE_ENV = "BERTVIZ_BATCH_CACHE"  # a folder for the files, instead of cache/batches in the data folder
+CACHE_ENV = settings.BATCH_CACHE  # a folder for the files, instead of cache/batches in the data folder
 FIELDS = ("ids", "segments", "lengths", "labels", "nsp", "tokens")
 
 
 def folder() -> Path:
-    """Where runs keep their batches."""
-    return Path(os.environ.get(CACHE_ENV) or data_root() / "cache" / "batches").expanduser()
+    """Where runs keep their batches: $BERTVIZ_BATCH_CACHE (a ConfigError sentence where no files can be kept
+    there, settings.py), else cache/batches in the data folder."""
+    return settings.folder(CACHE_ENV, data_root() / "cache" / "batches")
 
 
 def find(name: str) -> Path | None:

@@ -34,16 +34,17 @@ import psutil
 import torch
 import torch.distributed as dist
 
-from bertviz_lab import atomic, files
+from bertviz_lab import atomic, files, settings
 from bertviz_lab.errors import ConfigError, LabError
-from bertviz_lab.pretrain import records, snapshots
+from bertviz_lab.pretrain import batch_cache, records, snapshots, threads
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
 
 STATUS_EVERY_S = 1.0  # how often train records refresh status.json
+SAY_EVERY_S = 10.0  # how often it says on stderr which step it is at (its setup: each part as it begins)
 LOCK, HOLDER = ".lock", "lock_holder.json"
 OWNER = "owner"  # who started a run on the machine itself (the app's own user or the command line)
-STARTED_BY_ENV = "BERTVIZ_STARTED_BY"  # how the app tells the trainer who asked for it
+STARTED_BY_ENV = settings.STARTED_BY  # how the app tells the trainer who asked for it
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,13 @@ def child_env(started_by: str) -> dict[str, str]:
     paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     return {**env, STARTED_BY_ENV: started_by, **({"PYTHONPATH": os.pathsep.join(paths)} if paths else {})}
+
+
+def check_settings(kind: str) -> None:
+    """A trainer's BERTVIZ_* settings, checked before its folder is made: a ConfigError, not a run that fails."""
+    threads.fixed_count()
+    if kind == PRETRAIN.kind:
+        batch_cache.folder()
 
 
 # --- The folder lock -----------------------------------------------------------------------------
@@ -145,13 +153,9 @@ def verified(pid: int | None, started: float | None, name: str) -> psutil.Proces
 
 # --- The train command ---------------------------------------------------------------------------
 def tune_allocator() -> bool:
-    """Let glibc keep freed memory for reuse instead of returning it to the OS.
-
-    Every training step frees and re-allocates the same multi-megabyte activations;
-    by default glibc hands them back and the next step pays page faults and zeroing.
-    Raising the mmap and trim thresholds made steps about 15% faster on the 2-core
-    CI machine (a training-process setting: the app and library imports are untouched).
-    """
+    """Let glibc keep freed memory for reuse instead of returning it to the OS. Every training step frees and
+    re-allocates the same multi-megabyte activations, and the next step would pay page faults and zeroing: steps
+    about 15% faster on the 2-core CI machine (a training-process setting: the app and library are untouched)."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -163,10 +167,10 @@ def tune_allocator() -> bool:
 
 
 class RunFiles:
-    def __init__(self, run_dir: Path, cfg, created: float, started_by: str):
-        self.run_dir, self.cfg, self.created = run_dir, cfg, created
+    def __init__(self, run_dir: Path, cfg, created: float, started_by: str, command: str = PRETRAIN.command):
+        self.run_dir, self.cfg, self.created, self.command = run_dir, cfg, created, command
         self.metrics = self.snapshots = None
-        self.last_status = 0.0
+        self.last_status, self.last_said, self.said = 0.0, 0.0, ""  # said: the first word of the last line said
         # facts that stay in every later status (the device); who we are, for `verified`
         self.sticky: dict = {"pid_started": start_time(os.getpid()), "started_by": started_by}
 
@@ -177,6 +181,11 @@ class RunFiles:
             "total_steps": self.cfg.steps, "created": self.created, "updated": time.time(),
             **self.sticky, **extra})
         self.last_status = time.time()
+
+    def say(self, text: str) -> None:
+        """What the run is doing, on stderr ("train: step 40 of 600"): the CLI's progress, and log.txt's."""
+        print(f"{self.command}: {text}", file=sys.stderr, flush=True)
+        self.last_said, self.said = time.monotonic(), text.split(" ", 1)[0]
 
     def open_metrics(self, keep_until: int | None) -> None:
         """Append to metrics.jsonl (and snapshots.jsonl); on resume first drop records past the checkpoint's step."""
@@ -246,7 +255,7 @@ def execute(run_dir: str | Path, cfg, resume: bool, command: list[str], job: Job
             run_dir.mkdir(parents=True, exist_ok=True)
         elif not run_dir.is_dir():
             raise ConfigError(f"{run_dir} is not a run folder that can be resumed")
-        started_by = os.environ.get(STARTED_BY_ENV, OWNER)[:200]
+        started_by = settings.who(STARTED_BY_ENV, OWNER)  # the app's visitor, on one line
         if rank == 0:  # before anything is written: a second trainer on this folder stops here
             lock = hold(run_dir, f"training, started by {started_by}", wait_for_parent=True)
         if resume:
@@ -260,7 +269,8 @@ def execute(run_dir: str | Path, cfg, resume: bool, command: list[str], job: Job
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        return _train(run_dir, cfg, resume, RunFiles(run_dir, cfg, created, started_by) if rank == 0 else None, job)
+        writer = RunFiles(run_dir, cfg, created, started_by, job.command) if rank == 0 else None
+        return _train(run_dir, cfg, resume, writer, job)
     finally:
         if lock is not None:
             lock.release()
@@ -281,8 +291,13 @@ def _train(run_dir: Path, cfg, resume: bool, writer: RunFiles | None, job: Job) 
     try:
         if writer:
             writer.status("running", "preparing the data and the model")
+            writer.say("preparing the data, its tokenizer and the model")
+        began = time.monotonic()
         trainer = job.loop(cfg, run_dir, resume=resume)
         if writer:
+            first = "a first checkpoint and held-out evaluation, then " if trainer.step == 0 else ""
+            writer.say(f"ready in {time.monotonic() - began:.1f} s on {trainer.device}: {first}steps "
+                       f"{trainer.step + 1} to {trainer.cfg.steps}")
             writer.open_metrics(trainer.step if resume else None)
             writer.status("running", f"training on {trainer.device}", trainer.step, device=str(trainer.device),
                           autocast=trainer.autocast)
@@ -320,10 +335,13 @@ def _loop(trainer, files: RunFiles | None) -> int:
             continue
         if record["kind"] == "end":
             files.status(record["status"], record["message"], record["step"])
+            files.say(record["message"])
             return 0 if record["status"] in ("finished", "stopped") else 1
         files.record(record)
         if record["kind"] == "snapshot":
             continue
+        if record["kind"] == "train" and (files.said != "step" or time.monotonic() - files.last_said > SAY_EVERY_S):
+            files.say(f"step {trainer.step} of {trainer.cfg.steps}")
         if record["kind"] != "train" or time.time() - files.last_status > STATUS_EVERY_S:
             files.status("running", f"step {trainer.step} of {trainer.cfg.steps}", trainer.step,
                          device=str(trainer.device), tokens_per_s=record.get("tokens_per_s"))

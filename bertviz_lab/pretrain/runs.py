@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
-import os
 import re
 import secrets
 import shutil
@@ -28,24 +26,25 @@ from pathlib import Path
 import filelock
 import psutil
 
-from bertviz_lab import atomic, files
+from bertviz_lab import atomic, files, settings
 from bertviz_lab.errors import ConfigError, InputError, LabError
 from bertviz_lab.files import data_root
 from bertviz_lab.pretrain import checkpoints, records
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.pretrain.process import (LAB_COMMAND, OWNER, PRETRAIN, child_env, hold, recorded_device, start_time,
-                                         verified)
+from bertviz_lab.pretrain.process import (LAB_COMMAND, OWNER, PRETRAIN, check_settings, child_env, hold,
+                                         recorded_device, start_time, verified)
 from bertviz_lab.pretrain.resources import check_corpus, check_resources, gpu_env, place
 
 
 def runs_root() -> Path:
-    """Where runs live: $BERTVIZ_RUNS, or runs/ in the checkout, or in the user's data folder when the lab is
-    installed with pip (files.data_root; read at each call, so tests can redirect)."""
-    return Path(os.environ.get("BERTVIZ_RUNS") or data_root() / "runs").expanduser().absolute()
+    """Where runs live: $BERTVIZ_RUNS (a ConfigError sentence where the lab could not write there, settings.py), or
+    runs/ in the checkout, or in the user's data folder when the lab is installed with pip (files.data_root)."""
+    return settings.folder(settings.RUNS, data_root() / "runs")
 
 ACTIVE = ("starting", "running")
 STATUSES = (*ACTIVE, "finished", "stopped", "diverged", "failed")
 UNREADABLE = "unreadable"  # a status of our own: the run's files could not be read
+LINKED = "run {!r} is a link to a folder elsewhere, and the lab changes only folders inside the runs folder"
 KINDS = ("pretrain", "finetune")
 RESUMABLE = ("stopped", "failed", "diverged")  # with a checkpoint: diverged ones restart from the last good one
 STOP_MARKER, UPLOADS = "stop_requested", "uploads"
@@ -127,9 +126,13 @@ def launch_new(kind: str, config: dict, command: list[str], steps: int, name: st
                placed: int | None = None) -> RunInfo:
     """Create a run folder and its run.json, and start `python -m bertviz_lab COMMAND --run-dir RUN ...` there
     (command: e.g. ["finetune", "--task", "coherence", ...], checked by the caller), on the GPU `placed`."""
+    check_settings(kind)
     root = Path(root) if root is not None else runs_root()
     run_dir = root / sanitize_name(name or new_name("finetune" if kind != PRETRAIN.kind else "run"))
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file or a link to nothing there, or no right to make it
+        raise ConfigError(f"cannot make the runs folder {root}: {exc.strerror or exc}") from None
     gate = filelock.FileLock(root / ".start.lock", timeout=30) if max_active is not None else nullcontext()
     with gate:
         active = sum(r.active for r in list_runs(root)) if max_active is not None else 0
@@ -159,7 +162,7 @@ def resume(run_dir) -> RunInfo:
     Checked and launched under the folder lock, the run reads as "starting" before the lock is let
     go: a second click a moment later is refused instead of starting a second trainer."""
     run_dir = Path(run_dir)
-    lock = hold(run_dir, "resuming it")
+    lock = hold(_inside(run_dir), "resuming it")
     try:
         info = read(run_dir)
         if info.status == UNREADABLE:
@@ -170,10 +173,19 @@ def resume(run_dir) -> RunInfo:
             raise ConfigError(f"run {info.name!r} has {info.status} all its steps; start a new run to train longer")
         if info.checkpoint is None:
             raise ConfigError(f"run {info.name!r} has no checkpoint to resume from")
+        check_settings(info.kind)  # a bad BERTVIZ_THREADS: the sentence here, not a run that fails as it starts
         command = [*LAB_COMMAND, "finetune" if info.kind == "finetune" else "train", "--run-dir", str(run_dir), "--resume"]
         return _launch(run_dir, command, info.total_steps, info.started_by, place(recorded_device(run_dir)))
     finally:
         lock.release()
+
+
+def _inside(run_dir: Path) -> Path:
+    """`run_dir` if it is a folder inside its runs folder (checked resolved); a link (to anywhere) is refused
+    before any lock file could be written through it."""
+    if run_dir.is_symlink() or run_dir.resolve().parent != run_dir.parent.resolve():
+        raise ConfigError(LINKED.format(run_dir.name))
+    return run_dir
 
 
 def _launch(run_dir: Path, command: list[str], steps: int, started_by: str, placed: int | None) -> RunInfo:
@@ -207,39 +219,16 @@ def trainer(info: RunInfo):
 # --- Reading a run -------------------------------------------------------------------------------
 STATUS_FIELDS = {"status": str, "message": str, "step": int, "total_steps": int, "pid": int, "device": str,
                  "pid_started": float, "created": float, "updated": float, "started_by": str, "autocast": str}
-WANTED = {str: "text", dict: "a record", int: f"a whole number from 0 to {MAX_COUNT:.0e}", float: "a time in seconds"}
-
-
-def _checked(record, what: str, kinds: dict) -> dict:
-    """The fields of a JSON record that has them with the right types; InputError naming the first bad one."""
-    if not isinstance(record, dict):
-        raise InputError(f"{what} holds {type(record).__name__} data, not a record")
-    out = {}
-    for key, kind in kinds.items():
-        value = record.get(key)
-        if value is None:
-            continue
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok = (isinstance(value, kind) if kind in (str, dict) else
-              number and isinstance(value, int) and 0 <= value <= MAX_COUNT if kind is int else
-              number and math.isfinite(value) and 0 <= value < 1e11)
-        if not ok:
-            shown = (f"a {len(str(abs(value)))}-digit number" if number and isinstance(value, int)
-                     else type(value).__name__)
-            raise InputError(f"{what}: {key} should be {WANTED[kind]}, not {shown}")
-        out[key] = value[:1000] if kind is str else value
-    return out
-
-
 def _records(run_dir: Path) -> tuple[dict, dict]:
     """(status.json, run.json) checked; a missing run.json is an empty record (the run is starting)."""
-    status = _checked(files.read_json(run_dir / "status.json", error=InputError), "status.json", STATUS_FIELDS)
+    status = files.typed_fields(files.read_json(run_dir / "status.json", error=InputError), "status.json",
+                                STATUS_FIELDS, MAX_COUNT, InputError)
     if status.get("status") not in STATUSES:
         raise InputError(f"status.json: unknown status {str(status.get('status'))[:40]!r}")
     run = {}
     if (run_dir / "run.json").exists() or (run_dir / "run.json").is_symlink():
-        run = _checked(files.read_json(run_dir / "run.json", error=InputError), "run.json",
-                       {"started_by": str, "config": dict, "kind": str})
+        run = files.typed_fields(files.read_json(run_dir / "run.json", error=InputError), "run.json",
+                                 {"started_by": str, "config": dict, "kind": str}, MAX_COUNT, InputError)
         if run.get("kind", PRETRAIN.kind) not in KINDS:
             raise InputError(f"run.json: unknown kind {run['kind'][:40]!r}")
     return status, run
@@ -247,6 +236,8 @@ def _records(run_dir: Path) -> tuple[dict, dict]:
 
 def read(run_dir) -> RunInfo:
     run_dir = Path(run_dir)
+    if run_dir.is_symlink():  # listed, so it can be told apart, but never read, resumed, stopped or deleted
+        return RunInfo(name=run_dir.name, path=run_dir, status=UNREADABLE, message=LINKED.format(run_dir.name))
     if not (run_dir / "status.json").exists():
         return RunInfo(name=run_dir.name, path=run_dir, status="failed", message="status.json is missing")
     try:
@@ -319,6 +310,7 @@ def delete(run_dir) -> None:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no run folder {run_dir}")
+    _inside(run_dir)
     try:
         lock = hold(run_dir, "deleting it")
     except ConfigError as exc:
@@ -340,7 +332,7 @@ def drop_upload(root: Path, corpus) -> None:
     """Delete `corpus` (a text or a CSV) if it is a file of the runs' uploads/ no remaining run uses (never another file)."""
     try:
         path = Path(corpus).resolve() if isinstance(corpus, str) else None
-        if path is None or path.parent != (root / UPLOADS).resolve():
+        if path is None or (root / UPLOADS).is_symlink() or path.parent != (root / UPLOADS).resolve():
             return
         used = {Path(c).resolve() for r in list_runs(root) for key in ("corpus", "data")
                 if isinstance(c := r.config.get(key), str) and c}

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import psutil
 import torch
 
-from bertviz_lab.errors import ConfigError
+from bertviz_lab import settings
 
 CHECK_S = 1.0  # how often the machine is looked at again, in seconds of wall time (each look 0.75-1.25 x this)
 FIRST_S = 0.25  # the first look, before the run's first evaluation and step, spans its setup: this long at least
@@ -34,7 +34,7 @@ BUSY = 0.5  # a core's worth of use: this much of one (averaged since the last l
 STARVED = 0.25  # crowded, and this run got this many cores fewer than its threads: it gives one back
 MOST_WAITS = 4  # after giving threads back, looks with room in a row before taking them again: 1, 2, 4 (then 4)
 CALM_LOOKS = 30  # ... back to 1 after this many looks without giving any back
-FIXED_ENV = "BERTVIZ_THREADS"  # a whole number: the threads of a run on threads 0, not watching the machine
+FIXED_ENV = settings.THREADS  # a whole number: the threads of a run on threads 0, not watching the machine
 
 
 def cores() -> list[int]:
@@ -99,8 +99,7 @@ class Threads:
         """`ranks`: the processes of one torchrun job on this machine; with more than one, each takes its share of
         the cores, fixed (they step in lockstep, so one rank's threads giving way would only slow the rest)."""
         self.cpus = cores()
-        env = os.environ.get(FIXED_ENV, "").strip()
-        self.fixed = fixed or (_whole(env, len(self.cpus)) if env else 0)
+        self.fixed = fixed or fixed_count()
         if not self.fixed and ranks > 1:
             self.fixed = max(1, len(self.cpus) // ranks)
         self._sample = sample or (lambda: (*cpu_seconds(self.cpus), own_seconds()))
@@ -165,9 +164,7 @@ class Threads:
             torch.set_num_threads(self.count)
 
 
-def _whole(text: str, most: int) -> int:
-    """BERTVIZ_THREADS as a thread count from 1 to `most`; anything else is refused with a sentence."""
-    if not text.isdigit() or not 1 <= int(text) <= most:
-        raise ConfigError(f"{FIXED_ENV} must be a whole number from 1 to {most} (this machine's cores), "
-                          f"not {text!r}")
-    return int(text)
+def fixed_count() -> int:
+    """BERTVIZ_THREADS as a thread count from 1 to this machine's cores; 0 when unset (watch the machine). Anything
+    else is a ConfigError sentence (settings.py), which the Start button and `train` show before a run begins."""
+    return settings.whole(FIXED_ENV, 1, len(cores()), 0, " (this machine's cores)", " to watch the machine")

@@ -24,7 +24,7 @@ import torch
 from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
 from bertviz_lab.corpus.tree import Tree
 from bertviz_lab.errors import InputError
-from bertviz_lab.syntax.words import check_words, pool, pooling, word_groups
+from bertviz_lab.syntax.words import check_words, encode_words, pool, pooling, word_groups
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _encode(tokenizer: WordPieceTokenizer, max_tokens: int, number: int, sentenc
     """(words, encoding, word groups) of sentence `number`; its InputError says which sentence."""
     try:
         words = sentence_words(sentence)
-        encoding = tokenizer.encode(" ".join(words), None, max_length=max_tokens)
+        encoding = encode_words(tokenizer, words, max_tokens)
         return words, encoding, word_groups(tokenizer, encoding, words)
     except InputError as exc:
         raise InputError(f"sentence {number}: {exc}") from None

@@ -203,7 +203,8 @@ def check_sentences(sentences: list[Sentence], split: str, shape: tuple[int, int
 def probe_layers(train: list[Sentence], test: list[Sentence], rank: int = 64, seed: int = 0, steps: int = STEPS,
                  progress: Callable[[int, int, str], None] | None = None) -> ProbeReport:
     """Distance and depth probes of rank min(rank, d) trained on `train` at every layer and scored on `test`;
-    `progress(done, total, message)` after each layer. Seeded, on PROBE_THREADS threads: the same sentences give
+    `progress(done, total, message)` as each layer starts and once all are done (a layer of a wide model takes
+    seconds: each start is said). Seeded, on PROBE_THREADS threads: the same sentences give
     the same report, bit for bit, whatever the caller's thread count."""
     layers, d = check_sentences(train, "training", None)
     check_sentences(test, "test", (layers, d))
@@ -224,6 +225,9 @@ def _probe_layers(train: list[Sentence], test: list[Sentence], layers: int, rank
     flat = mean_depth_loss(dev_gold, float(fit_gold.depths[fit_gold.mask].mean())) if dev else float("nan")
     scores, distance_probes, depth_probes = [], [], []
     for layer in range(layers):
+        if progress is not None:
+            last = f"; layer {layer - 1}'s UUAS {scores[-1].uuas:.2f}" if scores else ""
+            progress(layer, layers, f"layer {layer} ({layer} of {layers} layers done{last})")
         vectors = stacked(fit, layer)
         whiten = whitening(vectors)
         fit_batch = replace(fit_gold, vectors=(vectors @ whiten).float())
@@ -238,8 +242,8 @@ def _probe_layers(train: list[Sentence], test: list[Sentence], layers: int, rank
                                  root_accuracy(depths, test_trees), distance_fit, depth_fit))
         distance_probes.append(distance)
         depth_probes.append(depth)
-        if progress is not None:
-            progress(layer + 1, layers, f"layer {layer}: UUAS {scores[-1].uuas:.2f}")
+    if progress is not None:
+        progress(layers, layers, f"{layers} of {layers} layers done (best UUAS {max(s.uuas for s in scores):.2f})")
     return ProbeReport(scores, linear_uuas(test_trees), distance_probes, depth_probes, len(train), n_dev, len(test),
                        rank, steps)
 

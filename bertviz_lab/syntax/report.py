@@ -24,7 +24,7 @@ from bertviz_lab.syntax.agreement import Agreement, score_pairs
 from bertviz_lab.syntax.encode import SentenceReading, read_corpus
 from bertviz_lab.syntax.probe import STEPS, ProbeReport, probe_layers
 from bertviz_lab.syntax.relations import DIRECTIONS, Relations, relations_by_head
-from bertviz_lab.syntax.words import word_groups
+from bertviz_lab.syntax.words import encode_words, word_groups
 
 STORY_SENTENCES = 1200  # the story world's sample: relations over all, the probe trained on 900, tested on 300
 TEST_SHARE = 0.25
@@ -55,10 +55,10 @@ def story_corpus(sentences: int = STORY_SENTENCES, seed: int = 0) -> Corpus:
 def _unreadable(tokenizer, tree: Tree, max_tokens: int) -> str:
     """Why this model cannot read the sentence word by word ("" when it can): too many tokens, or a word its
     tokenizer drops (a soft hyphen, a zero-width space: the normalizer removes them, leaving no token)."""
-    encoding = tokenizer.encode(tree.text, max_length=max_tokens)
-    if encoding.truncated:
-        return f"longer than the model's {max_tokens} tokens"
     try:
+        encoding = encode_words(tokenizer, tree.words, max_tokens)
+        if encoding.truncated:
+            return f"longer than the model's {max_tokens} tokens"
         word_groups(tokenizer, encoding, list(tree.words))
     except InputError as e:
         return str(e)
@@ -113,22 +113,29 @@ def random_twin(model) -> BertForPreTraining:
 
 
 def _probe(model, tokenizer, corpus: Corpus, seed: int, report: Callable[[float, str], None], share: tuple,
-           steps: int = STEPS):
+           steps: int = STEPS, what: str = ""):
+    """Read the corpus with `model` and train its probes, reporting over `share` = (start, width) of the whole;
+    `what` starts each message ("the control (random weights): ")."""
     start, width = share
-    readings = read_corpus(model, tokenizer, corpus.trees, vectors=True,
-                           progress=lambda done, total: report(start + width * 0.3 * done / total,
-                                                               "reading the sentences"))
+    n = len(corpus.trees)
+    report(start, f"{what}reading the sentences: 0 of {n:,}")
+    readings = read_corpus(model, tokenizer, corpus.trees, vectors=True, progress=lambda done, total: report(
+        start + width * 0.3 * done / total, f"{what}reading the sentences: {done:,} of {total:,}"))
     train = [(r.vectors, t) for r, t in zip(readings[:corpus.split], corpus.trees[:corpus.split])]
     test = [(r.vectors, t) for r, t in zip(readings[corpus.split:], corpus.trees[corpus.split:])]
     probe = probe_layers(train, test, seed=seed, steps=steps, progress=lambda done, total, message: report(
-        start + width * (0.3 + 0.7 * done / total), f"training the structural probe: {message}"))
+        start + width * (0.3 + 0.7 * done / total), f"{what}training the structural probe: {message}"))
     return readings, probe
 
 
 def analyse(model, tokenizer, corpus: Corpus, *, seed: int = 0, control: bool = True,
             agreement: bool = True, agreement_pairs_per_count: int = AGREEMENT_PAIRS, probe_steps: int = STEPS,
             progress: Progress | None = None) -> SyntaxReport:
-    """Relations by head, the structural probe (and its random-weights control) and agreement for one model."""
+    """Relations by head, the structural probe (and its random-weights control) and agreement for one model.
+
+    `progress(fraction, message)` hears each stage as it starts and how far it is ("reading the sentences: 320 of
+    1,200", "training the structural probe: layer 2 (2 of 5 layers done)"), from the first batch on; nothing is
+    reported before the corpus is checked, so a corpus the model cannot read is one error and nothing else."""
     def report(fraction: float, message: str) -> None:
         if progress:
             progress(min(1.0, fraction), message)
@@ -140,13 +147,15 @@ def analyse(model, tokenizer, corpus: Corpus, *, seed: int = 0, control: bool = 
     seconds["reading and probe"] = time.perf_counter() - t
     readings = [SentenceReading(r.words, r.tokens, r.groups, r.attention, None) for r in readings]  # drop vectors
     t = time.perf_counter()
+    report(0.55 if control else 0.85, "scoring every head on every relation")
     relations = relations_by_head(readings, corpus.trees)
     seconds["relations"] = time.perf_counter() - t
     controlled = None
     if control:
         t = time.perf_counter()
-        report(0.6, "the control: the same probe on random weights")
-        _, controlled = _probe(random_twin(model), tokenizer, corpus, seed, report, (0.6, 0.3), probe_steps)
+        report(0.6, "the control (random weights): making a model of the same shape")
+        _, controlled = _probe(random_twin(model), tokenizer, corpus, seed, report, (0.6, 0.3), probe_steps,
+                               "the control (random weights): ")
         seconds["control"] = time.perf_counter() - t
     agreed, note = None, ""
     if agreement:
@@ -154,7 +163,8 @@ def analyse(model, tokenizer, corpus: Corpus, *, seed: int = 0, control: bool = 
         report(0.9, "scoring the agreement pairs")  # the last tenth
         try:
             agreed = score_pairs(model, tokenizer, agreement_pairs(agreement_pairs_per_count, seed), progress=lambda
-                                 done, total: report(0.9 + 0.1 * done / total, "scoring the agreement pairs"))
+                                 done, total: report(0.9 + 0.1 * done / total,
+                                                     f"scoring the agreement pairs: {done:,} of {total:,}"))
         except InputError as e:  # no masked-LM head, or no one-token forms: the rest of the report stands
             note = str(e)
         seconds["agreement"] = time.perf_counter() - t

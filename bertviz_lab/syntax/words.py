@@ -29,6 +29,17 @@ def check_words(words) -> tuple[str, ...]:
     return words
 
 
+def encode_words(tokenizer: WordPieceTokenizer, words, max_tokens: int) -> Encoding:
+    """tokenizer.encode(" ".join(words)) at most `max_tokens` long. Words that hold only characters the tokenizer
+    drops (a zero-width space) are refused in words of their own: the tokenizer's message names "Text A", a box the
+    syntax pages do not have, and the words are checked, so that is the one thing its encode can refuse here."""
+    words = check_words(words)
+    try:
+        return tokenizer.encode(" ".join(words), None, max_length=max_tokens)
+    except InputError:
+        raise InputError("it has no characters the tokenizer can read (only invisible or control characters)") from None
+
+
 def _owners(words: tuple[str, ...]) -> list[int]:
     """For each character of " ".join(words), the index of its word, -1 for the spaces between them."""
     owner: list[int] = []

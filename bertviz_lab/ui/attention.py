@@ -18,7 +18,7 @@ from bertviz_lab.ui.handout import record_table
 from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Attention as K
 from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import chart, plain
+from bertviz_lab.ui.widgets import chart, plain, say
 from bertviz_lab.views import attention as av
 from bertviz_lab.views import layer as lv
 from bertviz_lab.views import overview as ov
@@ -150,7 +150,7 @@ def all_heads(view: av.AttentionView, hide: bool, block: str) -> None:
                 chart(figs.attention_grid(everything.weights, everything.col_axis, everything.row_axis,
                                           view.heads_on, everything.title), everything.name)
         except InputError as exc:
-            st.info(f"{exc} Below, each head as one number.")
+            say("info", f"{exc} Below, each head as one number.")
             chart(figs.head_summary(ov.head_distances(view), "How far each head looks", ".1f", "tokens"),
                   "head_distance")
             chart(figs.head_summary(ov.head_entropies(view), "How spread each head is", ".2f", "nats"),

@@ -29,7 +29,7 @@ from bertviz_lab.ui.runs import RunPage, curves_of, may_start
 from bertviz_lab.ui.state import SHIPPED
 from bertviz_lab.ui.state import Finetune as K
 from bertviz_lab.ui.tables import percents, points
-from bertviz_lab.ui.widgets import chart, plain
+from bertviz_lab.ui.widgets import chart, plain, say, say_field
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import finetune_dev as fd
 
@@ -72,19 +72,13 @@ def task_picker(name: str) -> tuple[tasks.Task | None, bytes | None, str | None]
     try:
         task = _parsed(raw, upload.name)
     except LabError as exc:
-        st.error(_upload_error(exc))
+        say("error", shown(str(exc)).removeprefix("data:").lstrip(), lead=f"**{vf.LABELS['data']}**: ")
         return None, raw, str(exc)
     labels = ", ".join(task.labels[:8]) + ("…" if len(task.labels) > 8 else "")
     st.success(f"{plain(upload.name)}: {tasks.KIND_NAMES[task.kind]}, {len(task.labels)} labels ({plain(labels)}), "
                f"{len(task.train):,} training and {len(task.dev):,} dev rows.", icon=":material/check:")
     st.table(vf.example_rows(task).style.hide(axis="index"))  # wraps: text and text_b fit any width
     return task, raw, None
-
-
-def _upload_error(exc: LabError) -> str:
-    """'**CSV file**: ' and why, as plain text: the reason quotes the file's name, header cells and labels."""
-    reason = shown(str(exc)).removeprefix("data:").lstrip()
-    return f"**{vf.LABELS['data']}**: {plain(reason)}"
 
 
 def class_demo() -> None:
@@ -134,7 +128,7 @@ def run_form(active: int) -> runs.RunInfo | None:
                                 device=device_name())  # the sidebar's device, where the page reads its results
         return vf.start_run(config, raw, run_name.strip() or None, gate.who, gate.cap)
     except LabError as exc:
-        st.error(shown(vf.explain(exc)))
+        say_field(shown(vf.explain(exc)))
         return None
 
 

@@ -26,7 +26,7 @@ from bertviz_lab.ui import state
 from bertviz_lab.ui.models import cached_checkpoint, device_name, shown
 from bertviz_lab.ui.state import Finetune as K
 from bertviz_lab.ui.tables import number, percents, table_height
-from bertviz_lab.ui.widgets import chart, plain
+from bertviz_lab.ui.widgets import chart, plain, say
 from bertviz_lab.views import finetune as vf
 from bertviz_lab.views import finetune_dev as fd
 
@@ -148,7 +148,7 @@ def try_tab(run: runs.RunInfo, cfg: FinetuneConfig) -> None:
         else:
             result = vf.classify(ckpt.model, ckpt.tokenizer, text, text_b)
     except LabError as exc:
-        st.warning(shown(str(exc)))
+        say("warning", shown(str(exc)))
         return
     if task.kind == TOKEN:
         st.caption("The tag of each word, read at its first piece as in training; the probability of that tag, "
@@ -196,12 +196,12 @@ def results(run: runs.RunInfo) -> None:
         st.info("The dev set, Try it and the before/after picture appear when the run finishes or is stopped.")
         return
     if run.status not in ("finished", "stopped") or run.checkpoint is None:
-        st.info(f"This run {run.status} without a usable checkpoint: {run.message}")
+        say("info", f"This run {run.status} without a usable checkpoint: {run.message}")
         return
     try:
         cfg = FinetuneConfig.from_dict(run.config)
     except (LabError, TypeError) as exc:
-        st.warning(f"This run's settings cannot be read: {exc}")
+        say("warning", f"This run's settings cannot be read: {exc}")
         return
     state.keep_valid(K.TAB, list(TABS))
     for tab, draw in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.values()):
@@ -210,4 +210,4 @@ def results(run: runs.RunInfo) -> None:
                 try:
                     draw(run, cfg)
                 except LabError as exc:  # a checkpoint or task.json that no longer reads, a model that is not a classifier
-                    st.warning(shown(str(exc)))
+                    say("warning", shown(str(exc)))

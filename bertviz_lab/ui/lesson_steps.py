@@ -71,7 +71,7 @@ def embeddings(ckpt: Checkpoint, frame: ui.Frame) -> None:
             chart(answer_bars(options["token"].tolist(), options["cosine"].tolist(), quiz.answer, answered.guess,
                               f"Cosine of each option's embedding row with “{vlv.shown(word)}”'s",
                               x_title="cosine similarity"), "lesson_embeddings")
-            st.caption(f"The 8 rows nearest to “{vlv.shown(word)}”, words and pieces alike.")
+            st.caption(f"The 8 rows nearest to “{plain(vlv.shown(word))}”, words and pieces alike.")
             st.dataframe(nearest, column_config=numbers(nearest), hide_index=True)
 
 
@@ -178,7 +178,7 @@ def loss(ckpt: Checkpoint, frame: ui.Frame) -> None:
     if ui.ask(frame.bar, quiz.question, ui.basis(ckpt, text, true_word), lambda: quiz):
         with frame.below:
             cells = st.columns(3)
-            cells[0].metric(f"p(“{m.true_token}”)", f"{m.p_true:.4f}", help=f"Rank {m.rank} among all tokens.")
+            cells[0].metric(f"p(“{plain(m.true_token)}”)", f"{m.p_true:.4f}", help=f"Rank {m.rank} among all tokens.")
             cells[1].metric("Loss = −log p", f"{m.neg_log_p:.3f}")
             cells[2].metric("ln V (a uniform guess)", f"{math.log(ckpt.tokenizer.vocab_size):.3f}")
             chart(topk_grid([vl.loss_panel(m)], columns=1), "lesson_loss")

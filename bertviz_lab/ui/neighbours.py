@@ -17,7 +17,7 @@ from bertviz_lab.ui import once, state
 from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Representations as K
 from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import MAX_CHARS, WORD_START, chart, plain
+from bertviz_lab.ui.widgets import MAX_CHARS, WORD_START, chart, plain, say
 from bertviz_lab.views import inputs
 from bertviz_lab.views import neighbours as nv
 
@@ -71,7 +71,7 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     try:
         encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text, allow_truncation=False)
     except InputError as exc:
-        st.warning(str(exc))
+        say("warning", str(exc))
         return
     choices = [i for i, s in enumerate(encoding.sequence_ids) if s is not None]  # not the special tokens
     if not choices:
@@ -117,7 +117,7 @@ def neighbours_tab(ckpt: Checkpoint) -> None:
     try:
         table = _precision(model_key(ckpt), k, _sense_vectors(model_key(ckpt), ckpt, bank))
     except InputError as exc:
-        st.info(str(exc))
+        say("info", str(exc))
         return
     chart(figs.precision_lines(table, k, f"precision@{k}: how many of the {k} nearest share the sense"),
           f"precision_at_{k}")
@@ -164,7 +164,7 @@ def geometry_tab(ckpt: Checkpoint) -> None:
         try:
             token_id = nv.vocabulary_id(ckpt.tokenizer, word)
         except InputError as exc:
-            st.warning(str(exc))
+            say("warning", str(exc))
         else:
             table = nv.static_neighbours(ckpt.model, ckpt.tokenizer, token_id, 10)
             st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))

@@ -18,11 +18,11 @@ from bertviz_lab.figures.attention import attention_heatmap
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.pretrain import records, runs
 from bertviz_lab.ui import forms, state
-from bertviz_lab.ui.models import shown
+from bertviz_lab.ui.models import plain_error, shown
 from bertviz_lab.ui.runs import RunPage, curves_of, may_start
 from bertviz_lab.ui.state import Pretrain as K
 from bertviz_lab.ui.tables import number, percents, points
-from bertviz_lab.ui.widgets import chart
+from bertviz_lab.ui.widgets import chart, say, say_field
 from bertviz_lab.views import pretrain as vp
 from bertviz_lab.views import probe
 from bertviz_lab.views.predict import candidate_rows
@@ -50,7 +50,11 @@ def run_form(active: int) -> runs.RunInfo | None:
     try:
         return vp.start_run(form_config(kind), state.get(K.FORM["name"]).strip() or None, gate.who, gate.cap)
     except LabError as exc:
-        st.error(shown(vp.explain(exc)))
+        said = shown(vp.explain(exc))
+        if said == shown(str(exc)):  # no form field named: a setting (BERTVIZ_THREADS, ...) or a path, shown as typed
+            plain_error(said)
+        else:
+            say_field(said)
         return None
 
 
@@ -133,7 +137,7 @@ def probe_panel(run: runs.RunInfo) -> None:
     text = cols[0].text_input("Probe sentence", K.PROBE.default, key=K.PROBE.name)
     result = probe.probe_run(run.path, text)
     if not result.ok:
-        st.info(result.message)
+        say("info", result.message)
         return
     L, H = result.attention.shape[:2]
     state.keep_valid(K.LAYER, range(L))  # a run of another shape

@@ -21,7 +21,7 @@ from bertviz_lab.ui import state
 from bertviz_lab.ui.models import ModelKey, model_key
 from bertviz_lab.ui.state import Representations as K
 from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import MAX_CHARS, chart, plain
+from bertviz_lab.ui.widgets import MAX_CHARS, chart, plain, say
 from bertviz_lab.views import inputs
 from bertviz_lab.views import representations as rv
 from bertviz_lab.views.representations import embedding_layer
@@ -91,7 +91,7 @@ def contexts_tab(ckpt: Checkpoint) -> None:
     try:
         found = contexts(model_key(ckpt), word, text, ckpt)
     except InputError as exc:
-        st.warning(str(exc))
+        say("warning", str(exc))
         return
     wic, L = found.wic, found.wic.layers - 1
     note = rv.spelling_note(wic)
@@ -201,7 +201,7 @@ def lens_tab(ckpt: Checkpoint) -> None:
         encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text, allow_truncation=False)
         found = lens(model_key(ckpt), tuple(encoding.ids), ckpt, encoding)
     except InputError as exc:
-        st.warning(str(exc))
+        say("warning", str(exc))
         return
     choices = range(len(found.masks))
     state.keep_valid(K.LENS_MASK, choices)
@@ -219,7 +219,7 @@ def lens_tab(ckpt: Checkpoint) -> None:
     st.dataframe(table, hide_index=True, height=table_height(table), column_config=numbers(table))
     last = ckpt.tokenizer.id_to_token(mask.top(mask.probs.shape[0] - 1, 1)[0][0])
     st.caption(f"Columns: the top-{k} tokens after each layer with their probabilities, then the final answer "
-               f"(“{last}”)'s probability and rank at every layer. The last row is exactly what Mask & predict "
+               f"(“{plain(last)}”)'s probability and rank at every layer. The last row is exactly what Mask & predict "
                f"shows: it equals the model's own output to within {found.final_difference:.1e}. Row 0 reads layer 0, "
                f"the embedding layer's output, before any attention. {embedding_layer(ckpt.config)} So there the head "
                f"sees only the {plain(ckpt.tokenizer.mask_token)} token"

@@ -107,9 +107,10 @@ def routing():
     finally:
         _routed.on = False
     if out_of_memory:  # outside the handler, whose traceback holds the failed pass's tensors
+        from bertviz_lab.ui.widgets import plain  # here: widgets imports this module
         gc.collect()
         torch.cuda.empty_cache()
-        st.error(out_of_memory[0].upper() + out_of_memory[1:], icon=":material/memory:")
+        st.error(plain(out_of_memory[0].upper() + out_of_memory[1:]), icon=":material/memory:")
 
 
 def end_page() -> NoReturn:

@@ -22,6 +22,7 @@ from bertviz_lab.pretrain import runs
 from bertviz_lab.ui import classroom, state
 from bertviz_lab.ui.models import try_load
 from bertviz_lab.ui.state import Model, RunKeys
+from bertviz_lab.ui.widgets import plain
 from bertviz_lab.views import pretrain as vp
 
 REFRESH_S = 1.5  # the live panel's refresh interval while a run trains
@@ -105,7 +106,7 @@ class RunPage:
         left, right = st.columns([5, 1], vertical_alignment="center")
         with left:
             st.badge(run.status, color=color, icon=icon)
-            st.caption(f"**{run.name}** · {self.describe(run.config)} · {run.message}")
+            st.caption(f"**{plain(run.name)}** · {self.describe(run.config)} · {plain(run.message)}")  # as written
         if run.active and vp.can_control(run, classroom.visitor_id()):
             right.button("Stop", key=self.keys.stop.name, icon=":material/stop:", on_click=self.stop,
                          args=(str(run.path),), help="Saves a checkpoint and stops; the run can be resumed later.",

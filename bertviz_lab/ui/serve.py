@@ -7,6 +7,11 @@ thread starts that work with the process, alongside Streamlit's own start and th
 page, and the first run finds it done, or waits for the rest of it: a module is imported once and
 `st.cache_resource` loads a model once, whichever thread asks first. The thread does what a new session's
 first page does; if anything fails there, the page meets it again and says why.
+
+The server's settings are the lab's own (SETTINGS), whatever folder it starts in: Streamlit also reads the
+`.streamlit/config.toml` of the working folder, and a folder someone else filled could open the server to every other
+site's pages, serve files or move the app; that file is not read, and SETTINGS go first on the command line, where
+they win over every file while the user's own arguments after them still win over them.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import sys
 import threading
 from collections.abc import Iterator
 
+from bertviz_lab.files import ROOT
+
 log = logging.getLogger("bertviz_lab")
 THREAD = "bertviz-warm"
 # torch's OpenMP threads sleep as soon as a parallel region ends, instead of spinning for the next one.
@@ -28,6 +35,34 @@ THREAD = "bertviz-warm"
 # free, sleeping costs the small model 2-4 ms a pass. OpenMP reads this once, when torch loads; a user's
 # own setting wins, and the training runs the app starts get the environment as it was.
 OPENMP = {"OMP_WAIT_POLICY": "PASSIVE"}
+# Every setting the lab relies on, or that decides who may reach the server and what the browser gets; the
+# repository's .streamlit/config.toml says the same, with the reasons (for `streamlit run app.py`; a test checks they
+# agree). Not here: server.port (the user's), server.headless (Streamlit opens a browser where there is a display),
+# logging, the theme, and lists such as server.corsAllowedOrigins, which no flag can empty: with the working folder's
+# file unread, only the user's own ~/.streamlit/config.toml can set those.
+SETTINGS: dict[str, bool | int | str] = {
+    "global.disableWidgetStateDuplicationWarning": True,
+    "global.developmentMode": False,
+    "server.address": "localhost",
+    "server.baseUrlPath": "",
+    "server.enableCORS": True,
+    "server.enableXsrfProtection": True,
+    "server.xsrfCookieSameSite": "lax",
+    "server.enableStaticServing": False,
+    "server.enableAgentApi": False,
+    "server.maxUploadSize": 20,
+    "server.maxMessageSize": 200,
+    "server.enableWebsocketCompression": False,
+    "server.fileWatcherType": "none",
+    "server.runOnSave": False,
+    "client.toolbarMode": "viewer",
+    "client.showErrorDetails": "none",
+    "client.showSidebarNavigation": True,
+    "runner.postScriptGC": False,
+    "runner.enforceSerializableSessionState": False,
+    "browser.serverAddress": "localhost",
+    "browser.gatherUsageStats": False,
+}
 
 
 class _NotWarmThread(logging.Filter):
@@ -69,16 +104,44 @@ def warm() -> None:
         log.warning("warming up the default model failed; the first page will load it", exc_info=True)
 
 
+def setting_flags() -> list[str]:
+    """SETTINGS as Streamlit's flags, less those a STREAMLIT_ environment variable sets (an administrator's choice,
+    which a flag would silently override)."""
+    from streamlit.string_util import to_snake_case
+
+    flags = []
+    for key, value in SETTINGS.items():
+        if f"STREAMLIT_{to_snake_case(key.replace('.', '_')).upper()}" not in os.environ:
+            flags += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
+    return flags
+
+
+def ignore_the_working_folders_config() -> None:
+    """Streamlit reads ~/.streamlit/, then the working folder's .streamlit/, then app.py's own: the middle one (config
+    and secrets) is left out, so that what no flag can undo (a list of origins, theme.base naming a URL the server
+    fetches, hidden settings such as server.trustedUserHeaders) never comes from the folder the app is started in."""
+    from streamlit import config, file_util
+
+    every = config.get_config_files
+
+    def without_the_working_folder(file_name: str) -> list[str]:
+        here = file_util.get_project_streamlit_file_path(file_name)
+        own = str(ROOT / ".streamlit" / file_name)
+        kept = [path for path in every(file_name) if path != here]
+        return kept if own in kept else [*kept, own]
+
+    config.get_config_files = without_the_working_folder
+
+
 def main(argv: list[str]) -> None:
     # Streamlit first, whole: importing it builds plotly objects, and plotly reads pandas from sys.modules
     # without waiting for its import to finish, so it must not meet the thread's pandas half imported.
     from streamlit.web import cli
 
+    ignore_the_working_folders_config()  # before any thread reads a setting
     threading.Thread(target=warm, name=THREAD, daemon=True).start()
-    from bertviz_lab.files import ROOT
-
     # app.py by its full path, so the app starts from any folder; Streamlit reads .streamlit/config.toml beside it.
-    cli.main(["run", str(ROOT / "app.py"), *argv], prog_name="streamlit")
+    cli.main(["run", str(ROOT / "app.py"), *setting_flags(), *argv], prog_name="streamlit")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ The analysis (views/syntax.py: relations, the structural probe and its control, 
 to minutes on a laptop's CPU (the button says about how long: `vs.seconds_needed`), so it runs when the button is pressed, once per model and corpus for the whole class
 (ui/once.py), with a progress bar every session that waits on it follows; a widget change afterwards reads the
 result and runs nothing. Unchecking the control after a run with it reuses that run. The search reads the
-sentences' attention alone when no analysis has (a few seconds), and the learner's own sentences that way too.
+sentences' attention alone when no analysis has (a few seconds), and the learner's own sentences that way too. An
+uploaded treebank is read the same way, once for the class with a progress bar, off the compute turns.
 The probe and agreement tabs are in ui/syntax_tabs.py.
 """
 
@@ -35,10 +36,12 @@ from bertviz_lab.views import syntax as vs
 SIZES = (100, 300, 600, 1_200)  # the story world's sentences read: fewer run faster, with noisier numbers
 SOURCES = {"story": "The story world's sentences (with their trees)", "treebank": "Your treebank (CoNLL-U upload)",
            "own": "Your own sentences (the search only: no trees)"}
+OWN = "Your sentences, one a line"  # the box's label: messages about a line name it
 CONTROL = "Also train the probe on random weights (the control, doubles the time)"
 TOP_PICKS, TOP_SHARES = 50, 12  # the search's table rows, and the labels its bar charts show
 ANALYSED = once.Slots("The syntax analysis", keep=6)
 READ = once.Slots("Reading the sentences", keep=4)
+PARSED = once.Slots("Reading the treebank", keep=4)
 
 
 @dataclass(frozen=True)
@@ -55,9 +58,18 @@ def _story(sentences: int) -> Corpus:
     return story_corpus(sentences)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Reading the treebank…")
-def _treebank(digest: str, name: str, _raw: bytes) -> Treebank:
-    return read_treebank(_raw, name)
+def _treebank(digest: str, name: str, raw: bytes) -> Treebank | InputError:
+    """The upload's trees, or why it has none, read once for the class in a thread of its own (ui/once.py) while
+    this script waits with a progress bar, holding no compute turn (ui/turns.py): 20 MiB of 100-word sentences
+    take 16-40 s. A refused file is kept as its error, so a widget change does not read it again."""
+    def work(news: once.Report) -> Treebank | InputError:
+        try:
+            return read_treebank(raw, name, progress=lambda fraction, message: news(_news(fraction, message)))
+        except InputError as exc:  # kept without its traceback, whose frames hold the file and its lines
+            return InputError(str(exc))
+
+    return once.follow(PARSED.slot((digest, name)), work, lambda news: st.progress(*news),
+                       first=(0.0, "Reading the treebank…"))
 
 
 def source_picker() -> Source | None:
@@ -75,12 +87,12 @@ def source_picker() -> Source | None:
         return Source("story", ("story", n), _story(n))
     if kind == "treebank":
         return _upload(right)
-    text = st.text_area("Your sentences, one a line", key=K.OWN.name, height=110,
+    text = st.text_area(OWN, key=K.OWN.name, height=110,
                         help="Words are split on spaces: write “mat .” for the full stop to be a word of its own.")
     try:
-        lines = vs.own_sentences(text)
+        lines = vs.own_sentences(text, OWN)
     except InputError as exc:
-        st.warning(str(exc))
+        st.warning(plain(str(exc)))
         return None
     return Source("own", ("own", tuple(lines)), None, tuple(lines))
 
@@ -94,21 +106,20 @@ def _upload(where) -> Source | None:
         return None
     raw = upload.getvalue()
     digest = hashlib.sha256(raw).hexdigest()
-    try:
-        bank = _treebank(digest, upload.name, raw)
-    except InputError as exc:
-        st.error(plain(str(exc)))
+    bank = _treebank(digest, upload.name, raw)
+    if isinstance(bank, InputError):
+        st.error(plain(str(bank)))
         return None
     st.caption(plain(bank.summary))
     if bank.skipped or bank.notes:
-        with st.expander(f"What was left out of {bank.name}"):
+        with st.expander(plain(f"What was left out of {bank.name}")):
             st.markdown("\n".join(f"- {plain(line)}" for line in [*bank.notes, *bank.skipped]))
     return Source("treebank", ("treebank", digest), Corpus(bank.trees, bank.name, "; ".join(bank.notes)))
 
 
 # --- The analysis ----------------------------------------------------------------------------------------
 def _news(fraction: float, message: str) -> tuple[float, str]:
-    return fraction, f"{message[:1].upper()}{message[1:]} ({fraction:.0%})"
+    return fraction, f"{message[:1].upper()}{message[1:]} · {fraction:.0%}"
 
 
 def analysed(ckpt: Checkpoint, source: Source | None) -> SyntaxReport | None:

@@ -86,9 +86,9 @@ def section(lapse: vt.TimeLapse) -> None:
     kept = dict(lapse.checkpoints) if kind == "run" else {}
     todo = vts.unmeasured(history, list(kept))
     if history.source:
-        st.info(history.source, icon=":material/info:")
+        st.info(plain(history.source), icon=":material/info:")
     if history.note:
-        st.caption(history.note)
+        st.caption(plain(history.note))
     running = _job(folder, fresh=False) if kind == "run" else None
     if todo and running is None:
         each = vts.seconds_each(history, kept[todo[-1]])

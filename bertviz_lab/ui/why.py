@@ -1,9 +1,10 @@
 """The Why-this-guess page's computations and its sections.
 
 The eight methods run once per (model, input, which guess, target, contrast) for the whole class (ui/once.py), with
-a progress bar on a big model; the attention strip for another layer or head is read from the attention weights
-the explanation kept, so picking a layer runs no forward at all. The causal check
-runs once per explained guess and attention choice: by itself on a small model, behind a button on a big one.
+a progress bar from the first second, whatever the model; the attention strip for another layer or head is read
+from the attention weights the explanation kept, so picking a layer runs no forward at all. The causal check runs
+once per explained guess and attention choice: by itself when it should take under AUTO_SECONDS on this machine
+(estimated from the explanation's own runs of the model), else behind a button that says how long it should take.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import streamlit as st
 from bertviz_lab import files
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
+from bertviz_lab.errors import InputError
 from bertviz_lab.explain import checks
 from bertviz_lab.explain.methods import DELTA_WARN
 from bertviz_lab.explain.report import METHODS
@@ -36,11 +38,7 @@ from bertviz_lab.views import why_examples
 from bertviz_lab.views import why_parts as parts
 
 TOP_K = 5  # guesses shown at the explained mask
-# Above this many parameters (BERT-base has 110M, the shipped model about 4M), integrated gradients, occlusion and
-# the causal check show a progress bar, and the causal check waits for a click.
-BIG_PARAMETERS = 30_000_000
-ORDERS = len(METHODS) + checks.RANDOM_ORDERS  # the causal check's removal orders: one per method, and the random ones
-AUTO_INPUTS = 2_000  # it runs by itself while removable tokens x ORDERS stay under this (forwards of one input)
+AUTO_SECONDS = 3.0  # the causal check runs by itself when it should take less than this here, else waits for a click
 EXPLAINED = once.Slots("Explaining the guess", keep=8)
 CHECKED = once.Slots("The causal check", keep=8)
 COLUMNS = {"probability": st.column_config.ProgressColumn("probability", format="%.4f", min_value=0, max_value=1),
@@ -59,17 +57,13 @@ class Ask:
     position: int | None = None
 
 
-def big(ckpt: Checkpoint) -> bool:
-    return ckpt.model.num_parameters() > BIG_PARAMETERS
-
-
 def _key(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> tuple:
     return model_key(ckpt), tuple(encoding.ids), tuple(encoding.segment_ids), ask
 
 
-def _bar(ckpt: Checkpoint):
-    """What a session draws while the work runs: a progress bar on a big model, nothing on a small one."""
-    return (lambda news: st.progress(*news)) if big(ckpt) else (lambda news: None)
+def _bar(news: tuple[float, str]) -> None:
+    """What a session draws while the work runs: a progress bar, with what is running."""
+    st.progress(*news)
 
 
 def explained(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> vw.Why:
@@ -80,11 +74,27 @@ def explained(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> vw.Why:
                       contrast=ask.contrast or None, top_k=TOP_K, position=ask.position,
                       progress=lambda done, what: report((done, f"Running {what}: {done:.0%}")))
 
-    vw.check_length(encoding, ckpt.tokenizer)  # said at once, before the work starts
-    for word, what in ((ask.target, "target"), (ask.contrast, "contrast")):
-        if word:  # a word that is not in the vocabulary: said at once, before the work (and its log) starts
-            vw.target_id(ckpt.tokenizer, word, what)
-    return once.follow(EXPLAINED.slot(_key(ckpt, encoding, ask)), work, _bar(ckpt), first=(0.0, "Running the model…"))
+    slot = EXPLAINED.slot(_key(ckpt, encoding, ask))
+    if not slot.ready():  # said at once, before the work (and its log) starts; once explained, they passed
+        vw.check_length(encoding, ckpt.tokenizer)
+        _check_words(ckpt, encoding, ask)
+    return once.follow(slot, work, _bar, first=(0.0, "Running the model…"))
+
+
+def _check_words(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> None:
+    """A word not in the vocabulary, or a contrast that is the target (the typed one, or the top guess when no target
+    is typed: one forward), in the page's own words."""
+    ids = {what: vw.target_id(ckpt.tokenizer, word, what) for word, what in ((ask.target, "target"),
+                                                                               (ask.contrast, "contrast")) if word}
+    if "contrast" not in ids:
+        return
+    if "target" in ids and ids["target"] == ids["contrast"]:
+        raise InputError("The Target word and the Contrast word are the same token, "
+                         f"'{ckpt.tokenizer.id_to_token(ids['target'])}': type another Contrast word to compare "
+                         "against, or clear it.")
+    if "target" not in ids and vw.top_guess(ckpt.model, ckpt.tokenizer, encoding, ask.mask) == ids["contrast"]:
+        raise InputError("The Contrast word is the model's top guess, which is the target while the Target word is "
+                         "empty: type another Contrast word, or a Target word.")
 
 
 def at_layer(result: vw.Why, layer: int, head: int | None) -> vw.Why:
@@ -227,18 +237,35 @@ def check_caption(result: vw.Why) -> str:
                  "area over the curve, is the mean fall: larger is faster.")
 
 
+def _may_start(result: vw.Why) -> bool:
+    """Whether the causal check may start now: by itself when it should take under AUTO_SECONDS here, else once the
+    button beside its estimate is clicked (the offer then goes: the curves take its place)."""
+    seconds = vw.deletion_seconds(result)
+    if seconds < AUTO_SECONDS:
+        return True
+    offer = st.empty()
+    with offer.container():
+        st.caption(f"The causal check should take about {_duration(seconds)} on this machine (estimated from the "
+                   "time the model took on this sentence during the explanation), so it waits for you.")
+        clicked = st.button("Run the causal check", key=K.RUN.name, icon=":material/science:")
+    if clicked:
+        offer.empty()
+    return clicked
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} minutes"
+
+
 def causal_check(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why) -> None:
     """The deletion curves of every method against random orders, with their AOPC."""
     e = result.explanation
     slot = CHECKED.slot((*_key(ckpt, encoding, ask), e.layer, e.head))
-    inputs = len(e.movable) * ORDERS
-    if (big(ckpt) or inputs > AUTO_INPUTS) and not slot.ready():
-        st.caption(f"{len(e.movable)} removable tokens × {ORDERS} orders: up to {inputs:,} more runs of the model.")
-        if not st.button("Run the causal check", key=K.RUN.name, icon=":material/science:"):
-            return
+    if not (slot.ready() or slot.running()) and not _may_start(result):
+        return
     deletion = once.follow(slot, lambda report: vw.deletion_for(
         result, progress=lambda done, what: report((done, f"Running the {what}: {done:.0%}"))),
-        _bar(ckpt), first=(0.0, "Running the deletion curves…"))
+        _bar, first=(0.0, "Running the deletion curves…"))
     p = html.escape(result.follows)  # plotly reads HTML
     curves = {vw.TITLES[k]: c for k, c in deletion.curves.items()}
     dashed = {vw.TITLES[k] for k, m in METHODS.items() if m.kind == "attention"}

@@ -33,9 +33,36 @@ def index_picker(where, label: str, count: int, key: str, default: int = 0) -> i
                                    **({} if remembered else {"default": default}))
 
 
+WORD_JOINER = "\u2060"  # invisible, zero-width, and not a space: GFM starts no bare link after it
+# Where GFM would make a bare address a link (`https://`, `www.`, an e-mail's `@`). Streamlit's Markdown finds
+# these in the text after its backslash escapes are read, so escaping alone still draws https://x as a link.
+_LINKABLE = re.compile(r"(?i)(?<=https:)(?=//)|(?<=http:)(?=//)|(?<=www)(?=\.)|(?=@)")
+
+
 def plain(text: str) -> str:
-    """Backslash-escape ASCII punctuation: labels and alert bodies are Markdown, and typed text must show as typed."""
-    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
+    """`text` as Markdown that shows it as typed: labels, alert bodies and captions are Markdown, and what a user
+    typed or a link carried must never draw a link, an image or HTML. Every ASCII punctuation character is
+    backslash-escaped, and a word joiner (U+2060, drawn as nothing) goes inside each bare address's `://`, `www.`
+    and `@`, which GFM would otherwise draw as a link even when escaped."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", _LINKABLE.sub(WORD_JOINER, text))
+
+
+def say(kind: str, message: str, where=st, *, lead: str = "", **kwargs) -> None:
+    """Draw `message` as plain text (`plain`) in `where`'s `kind` of element: "error", "warning", "info", "success",
+    "caption", "markdown" or "toast". The one way a message that quotes what a user typed, a link carried or a file
+    held (a LabError's sentence, most often) reaches the page. `lead`: the lab's own Markdown before it (a bold
+    label); `kwargs`: the element's (icon=...)."""
+    getattr(where, kind)(lead + plain(message), **kwargs)
+
+
+def say_field(explained: str, where=st) -> None:
+    """An error box for a form's refused value, as views' `explain` writes it ("**Steps**: steps must be ..."): the
+    lab's bold field label, then the reason as plain text (it may quote what was typed)."""
+    label, found, reason = explained.partition("**: ")
+    if explained.startswith("**") and found:
+        say("error", reason, where, lead=label + found)
+    else:
+        say("error", explained, where)
 
 
 def segments_help(segments: int) -> str:
@@ -71,7 +98,7 @@ def encode_or_stop(ckpt: Checkpoint, text_a: str, text_b: str | None) -> Encodin
     try:
         encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text_a, text_b)
     except InputError as exc:
-        st.warning(str(exc))
+        say("warning", str(exc))
         end_page()
     hidden = list(dict.fromkeys([*inputs.hidden_characters(text_a), *inputs.hidden_characters(text_b or "")]))
     if hidden:
@@ -117,7 +144,7 @@ def _export_menu(fig, filename: str, key: str) -> None:
                                  mime=export.FORMATS[fmt], key=f"{key}.{fmt}", on_click="ignore",
                                  icon=":material/image:", width="stretch")
     except ExportError as exc:
-        menu.caption(str(exc))
+        say("caption", str(exc), menu)
     menu.download_button("Its numbers (CSV)", partial(export.numbers_csv, fig),
                          file_name=f"{filename}.csv", mime="text/csv", key=f"{key}.csv", on_click="ignore",
                          icon=":material/table:", width="stretch")
@@ -125,7 +152,10 @@ def _export_menu(fig, filename: str, key: str) -> None:
 
 def family_note(ckpt: Checkpoint, what: str | None = None) -> None:
     """For a model that is not a BERT: its family, how it differs, how its tokens read, and `what` this page
-    should add (by default, what the family lacks here, and why)."""
+    should add (by default, what the family lacks here, and why). For any model whose tokenizer leaves rows of
+    word embeddings unread, a warning first (bert/checkpoint.py's vocab_warning: numbers only, no user text)."""
+    if ckpt.vocab_warning:
+        st.warning(ckpt.vocab_warning, icon=":material/warning:")
     family, tokenizer = ckpt.family, ckpt.tokenizer
     if family.name == "bert":
         return

@@ -10,6 +10,7 @@ L(n-1) H·).
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ from bertviz_lab.syntax.probe import predict
 from bertviz_lab.syntax.relations import ALL, DIRECTIONS, MIN_COUNT, Example
 from bertviz_lab.syntax.report import Corpus, Progress, SyntaxReport, fitting
 from bertviz_lab.syntax.search import NO_RELATION, HeadSearch
+from bertviz_lab.views import inputs
 
 MAX_OWN = 500  # lines of the learner's own sentences searched
 # fewer dependents than this and a relation's best head is not judged (syntax/relations.py says why)
@@ -50,14 +52,20 @@ WORDS = {ALL: "word", "det": "determiner", "nsubj": "subject", "obj": "object", 
          "nmod:poss": "possessive", "acl:relcl": "relative clause"}
 
 
-def own_sentences(text: str) -> list[str]:
-    """The learner's sentences, one a line (blank lines skipped): at least one, at most MAX_OWN."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    if not lines:
+def own_sentences(text: str, field: str = "your sentences") -> list[str]:
+    """The learner's sentences, one a line (blank lines skipped): at least one, at most MAX_OWN; a line of characters
+    that are not drawn (a zero-width space) is refused, naming the line and `field`, the box's label."""
+    numbered = [(n, line.strip()) for n, line in enumerate((text or "").splitlines(), 1) if line.strip()]
+    if not numbered:
         raise InputError("type at least one sentence, one a line")
-    if len(lines) > MAX_OWN:
-        raise InputError(f"there are {len(lines):,} lines; the search reads at most {MAX_OWN}")
-    return lines
+    if len(numbered) > MAX_OWN:
+        raise InputError(f"there are {len(numbered):,} lines; the search reads at most {MAX_OWN}")
+    for n, line in numbered:
+        if all(inputs.invisible(ch) or unicodedata.category(ch)[0] in "CZ" for ch in line):
+            codes = ", ".join(dict.fromkeys(f"U+{ord(ch):04X}" for ch in line))
+            raise InputError(f"line {n} of “{field}” holds only characters that are not drawn ({codes}): type a "
+                             "sentence there or delete the line")
+    return [line for _, line in numbered]
 
 
 def readings(model, tokenizer, sentences: Corpus | list[str],
@@ -107,11 +115,6 @@ def dependent_name(relation: str) -> str:
     return "word" if relation == ALL else f"{relation} ({word})" if word else f"{relation} dependent"
 
 
-def too_few(count: int) -> bool:
-    """Whether a relation has too few dependents for its best head to be told from chance."""
-    return count < MIN_COUNT
-
-
 def relation_table(report: SyntaxReport) -> pd.DataFrame:
     """One row per relation: its count, each direction's best head and accuracy, the offset baseline, and whether
     a head beats it ("yes", "no", or TOO_FEW under MIN_COUNT dependents)."""
@@ -120,7 +123,7 @@ def relation_table(report: SyntaxReport) -> pd.DataFrame:
         best = [rel.best(name, d) for d in range(len(DIRECTIONS))]
         offset, baseline = rel.baseline[name]
         count = int(rel.counts[k])
-        beats = TOO_FEW if too_few(count) else "yes" if max(best[0][1], best[1][1]) > baseline else "no"
+        beats = TOO_FEW if count < MIN_COUNT else "yes" if max(best[0][1], best[1][1]) > baseline else "no"
         rows.append({"relation": name, "dependents": count,
                      "best head, dependent → head": str(HeadId(*best[0][0])), "accuracy, dependent → head": best[0][1],
                      "best head, head → dependent": str(HeadId(*best[1][0])), "accuracy, head → dependent": best[1][1],
@@ -157,7 +160,7 @@ def relation_sentence(report: SyntaxReport, relation: str, direction: int) -> st
         found = f"the word each {name} attends to most in head {name_of} is its head"
     else:
         found = f"the word that attends most to each {name} in head {name_of} is its head"
-    if too_few(n):
+    if n < MIN_COUNT:  # too few dependents for the best head to be told from chance
         verdict = (f"But there {'is' if n == 1 else 'are'} only {n:,} dependent{'' if n == 1 else 's'}: too few to "
                    f"tell a head from chance (the best of {rel.accuracy.shape[2] * rel.accuracy.shape[3]} heads on so "
                    f"few words scores high by luck alone; a verdict needs {MIN_COUNT} or more).")

@@ -23,8 +23,9 @@ from bertviz_lab.explain.report import METHODS, Explanation, case_for, explain
 from bertviz_lab.explain.score import Score
 from bertviz_lab.views.predict import NothingMasked, Prediction, ReadOptions, predict_at
 
-# The longest input explained. Attention flow's maximum flows grow with about the cube of the length (BERT-base: 0.5 s
-# at 32 tokens, 6 s at 64), integrated gradients and occlusion with its square: past this, minutes of two busy cores.
+# The longest input explained: integrated gradients and occlusion grow with the square of the length, attention flow
+# (one maximum flow per token, explain/flow.py) faster still (12 layers of random attention on two busy cores: 0.2-0.4
+# s at 32 tokens, 1.2-2.8 s at 64, 7.5 s at 128; networkx took 0.8-4 s and 9-18 s); past this, minutes.
 MAX_TOKENS = 128
 WORD_MARKERS = ("Ġ", "▁")  # how byte-level BPE (RoBERTa) and SentencePiece (XLM-R, ALBERT) mark a word's start
 TITLES = {key: method.title for key, method in METHODS.items()}
@@ -101,6 +102,14 @@ def target_id(tokenizer: WordPieceTokenizer, word: str, what: str = "target") ->
                      f"{split}. The {what} must be one token: pick one of the guesses or another whole word.")
 
 
+def top_guess(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, mask: int = 0) -> int | None:
+    """The vocabulary id of the model's top guess at the `mask`-th [MASK] (None: no such mask), from one forward."""
+    masks = mask_positions(encoding, tokenizer)
+    if not 0 <= mask < len(masks):
+        return None
+    return predict_at(model, tokenizer, encoding, [masks[mask]], ReadOptions(1)).masks[0].candidates[0].id
+
+
 def why(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, *, mask: int = 0,
         target: str | None = None, contrast: str | None = None, top_k: int = 5, layer: int = -1,
         head: int | None = None, position: int | None = None, ig_steps: int = IG_STEPS,
@@ -172,6 +181,19 @@ def deletion_for(result: Why, *, random_orders: int = checks.RANDOM_ORDERS, seed
     """The causal check for every method's ranking (see explain/checks.py)."""
     return checks.deletion(result.case, result.explanation.values, random_orders=random_orders, seed=seed,
                            progress=progress)
+
+
+def deletion_inputs(result: Why, *, random_orders: int = checks.RANDOM_ORDERS, seed: int = checks.RANDOM_SEED) -> int:
+    """How many inputs `deletion_for` will run through the model (counted, none run)."""
+    return checks.plan(result.case, result.explanation.values, random_orders, seed).inputs
+
+
+def deletion_seconds(result: Why) -> float:
+    """What the causal check should take on this machine: its inputs times the seconds one input took in this
+    explanation's own occlusion (the same sentence, masked one token at a time, in batches, as the check runs it)."""
+    e = result.explanation
+    one = e.seconds["occlusion"] / len(e.movable) if len(e.movable) else e.seconds["forward (traced)"]
+    return deletion_inputs(result) * one
 
 
 def rows(result: Why) -> list[dict]:

@@ -19,6 +19,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
 EXCEPTION = '[data-testid="stException"]'
+# Resolves once nothing in the app has changed for `quiet` ms (at most `most` ms): the script's end is not the page's.
+# A table's grid and a chart are components loaded on first use, drawn a few frames after the script ends, and a
+# slow machine (an AMD EPYC 2.7 times slower than the docs' machine, or Chromium throttled 8 times) draws them
+# seconds later: a test that looked then found no table on a page that has three.
+# An element drawn as a placeholder (a skeleton) until its code has loaded.
+DRAWN_JS = "() => !document.querySelector('[data-testid=\"stSkeleton\"]')"
+QUIET_JS = """([quiet, most]) => new Promise(done => {
+  const start = performance.now(); let timer = null;
+  const observer = new MutationObserver(() => { clearTimeout(timer); wait(); });
+  const finish = () => { observer.disconnect(); done(performance.now() - start); };
+  const wait = () => { timer = setTimeout(finish, Math.max(0, Math.min(quiet, most - (performance.now() - start)))); };
+  observer.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
+  wait(); })"""
 
 
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # torch in the server (and in the runs it starts) sees no CUDA GPU
@@ -67,10 +80,14 @@ def browser_page(width: int = 1400, height: int = 1000):
 
 
 def wait_idle(page, timeout_ms: int = 60_000) -> None:
-    """Wait until the script has started and finished (a rerun flips the state to running first)."""
+    """Wait until the script has started and finished (a rerun flips the state to running first), no element waits
+    for its code (DRAWN_JS), nothing has changed since (QUIET_JS: 400 ms without a change, at most 15 s), and the
+    script is still idle then."""
     page.wait_for_timeout(300)
     page.wait_for_selector(IDLE, timeout=timeout_ms)
-    page.wait_for_timeout(300)
+    page.wait_for_function(DRAWN_JS, timeout=timeout_ms)
+    page.evaluate(QUIET_JS, [400, 15_000])
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
 def open_page(page, url: str, path: str = "") -> None:
