@@ -92,7 +92,7 @@ def time_why(subject: Subject, runs: int, deletion_runs: int) -> dict:
     def explained():
         return why.why(subject.model, subject.tokenizer, subject.encoding)
 
-    timed(explained)  # warm-up: Captum's import, the packed weights, networkx
+    timed(explained)  # warm-up: Captum's import, the packed weights
     results = [timed(explained) for _ in range(runs)]
     last = results[-1][0]
     deletion = [timed(lambda: why.deletion_for(last))[1] for _ in range(deletion_runs)]

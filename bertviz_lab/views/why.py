@@ -24,8 +24,8 @@ from bertviz_lab.explain.score import Score
 from bertviz_lab.views.predict import NothingMasked, Prediction, ReadOptions, predict_at
 
 # The longest input explained: integrated gradients and occlusion grow with the square of the length, attention flow
-# (one maximum flow per token, explain/flow.py) faster still (12 layers of random attention on two busy cores: 0.2-0.4
-# s at 32 tokens, 1.2-2.8 s at 64, 7.5 s at 128; networkx took 0.8-4 s and 9-18 s); past this, minutes.
+# (one maximum flow per token, explain/flow.py) faster still (a random BERT-base: 0.7 s at 32 tokens, 2.4 s at 64,
+# `python -m bench.flow`); past this, minutes.
 MAX_TOKENS = 128
 WORD_MARKERS = ("Ġ", "▁")  # how byte-level BPE (RoBERTa) and SentencePiece (XLM-R, ALBERT) mark a word's start
 TITLES = {key: method.title for key, method in METHODS.items()}
