@@ -129,6 +129,23 @@ def test_a_lab_error_from_the_work_reaches_the_page_as_itself():
         once.follow(once.Once("The test work"), work, lambda news: None)
 
 
+def test_the_server_log_gives_a_lab_error_one_line_and_anything_else_its_traceback(caplog):
+    """A word the vocabulary lacks, said inside shared work, is a user's input: one line in the server log each
+    time, not a traceback; a bug keeps its traceback."""
+    def refused(report):
+        raise InputError("'zzz' is not a token")
+
+    def broken(report):
+        raise KeyError("bug")
+
+    for work, raised in ((refused, InputError), (broken, once.WorkFailed)):
+        with pytest.raises((raised, KeyError)):
+            once.follow(once.Once("The test work"), work, lambda news: None)
+    (said, failed) = [r for r in caplog.records if r.name == once.log.name]
+    assert said.getMessage() == "The test work refused: 'zzz' is not a token" and said.exc_info is None
+    assert failed.getMessage() == "The test work failed" and failed.exc_info[0] is KeyError
+
+
 class Unbuildable(InputError):
     """A LabError that its message alone cannot rebuild."""
 

@@ -399,7 +399,7 @@ def test_a_refused_resume_is_one_line_and_delete_asks_first(empty):
     finally:
         lock.release()
     assert not at.exception and runs.read(folder).status == "failed"  # nothing started
-    (refusal,) = [w.value for w in at.warning if w.value.startswith("run 'busy' is in use: process ")]
+    (refusal,) = [w.value for w in at.warning if w.value.startswith(plain("run 'busy' is in use: process "))]
     assert "stop it first" not in refusal  # Resume's refusal, not Delete's
     at.button(key="finetune.delete").click().run()
     assert any(w.value.startswith("Delete run busy?") for w in at.warning) and folder.exists()

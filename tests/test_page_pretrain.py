@@ -249,7 +249,7 @@ def test_a_refused_resume_is_one_line_on_the_page(runs_dir):
     finally:
         lock.release()
     assert not at.exception
-    assert any(w.value.startswith("run 'busy' is in use: process ") for w in at.warning)
+    assert any(w.value.startswith(plain("run 'busy' is in use: process ")) for w in at.warning)  # as plain text
     assert runs.read(folder).status == "failed"  # nothing started
 
 

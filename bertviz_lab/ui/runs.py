@@ -139,7 +139,7 @@ class RunPage:
     def notice(self) -> None:
         """The last refusal of a Stop, Resume or Delete, once."""
         if state.get(self.keys.notice):
-            st.warning(state.get(self.keys.notice), icon=":material/block:")
+            st.warning(plain(state.get(self.keys.notice)), icon=":material/block:")  # it may quote a path
             state.forget(self.keys.notice)
 
     def actions(self, run: runs.RunInfo) -> None:
@@ -172,7 +172,7 @@ class RunPage:
             left.button("Delete run", key=keys.delete.name, icon=":material/delete:", on_click=state.put,
                         args=(keys.confirm, run.name))
             return
-        st.warning(f"Delete run {run.name}? This removes its checkpoints.", icon=":material/delete:")
+        st.warning(f"Delete run {plain(run.name)}? This removes its checkpoints.", icon=":material/delete:")
         yes, no, _ = st.columns([1, 1, 4])
         yes.button("Delete", key=keys.delete_yes.name, type="primary", on_click=self.delete, args=(str(run.path),))
         no.button("Cancel", key=keys.delete_no.name, on_click=state.forget, args=(keys.confirm,))
