@@ -117,6 +117,15 @@ def test_train_with_a_bad_setting_says_so_before_it_makes_anything(tmp_path, nam
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("value", ["²", "9" * 5000])
+def test_finetune_with_a_bad_thread_count_says_so_before_it_makes_anything(tmp_path, value):
+    done = lab("finetune", "--run-dir", tmp_path / "run", "--task", "acceptability", "--from-scratch", "tiny",
+               "--steps", "2", "--device", "cpu", BERTVIZ_THREADS=value)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("error: BERTVIZ_THREADS ") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
 # --- The app and the Start button ------------------------------------------------------------------
 def shown_text(at) -> str:
     """What the page (or part of it: at.main, at.sidebar) says in error boxes, plain text and warnings."""

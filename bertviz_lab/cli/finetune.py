@@ -84,6 +84,7 @@ def cmd_finetune(args) -> int:
     from bertviz_lab.finetune.config import FinetuneConfig
     from bertviz_lab.pretrain import process
 
+    process.check_settings(runs.KIND)  # a bad BERTVIZ_THREADS: one sentence before any folder, as `train`
     run_dir = Path(args.run_dir)
     cfg = None
     if args.resume:
