@@ -1,10 +1,10 @@
 """bertviz_lab: the Streamlit router. Run with `./lab.sh app` (or `streamlit run app.py`).
 
-Every request runs this file: it reads the link's view into session state (ui/links.py), draws the
+Every request runs this file: it reads the link's view into session state (ui/shell/links.py), draws the
 sidebar's model and device picker once, for whichever page the URL names, runs that page, then writes
 the view back into the link and offers it to share (the link, its QR code, and the handout zip of the
-views this session drew: ui/share.py, ui/handout.py). In classroom mode (`./lab.sh app --classroom`)
-the sidebar starts with the address and QR code students open. Projector view (ui/projector.py) folds
+views this session drew: ui/shell/share.py, ui/shell/handout.py). In classroom mode (`./lab.sh app --classroom`)
+the sidebar starts with the address and QR code students open. Projector view (ui/shell/projector.py) folds
 the sidebar away and moves the page menu and the share button to the top.
 """
 
@@ -12,21 +12,22 @@ import streamlit as st
 
 from bertviz_lab.classroom import classroom_mode
 from bertviz_lab.errors import LabError
-from bertviz_lab.ui import links, projector
-from bertviz_lab.ui.classroom import join_box
-from bertviz_lab.ui.handout import handout_button
-from bertviz_lab.ui.models import plain_error, shown, sidebar
-from bertviz_lab.ui.router import HOME, ensure_router, routing
-from bertviz_lab.ui.router import PAGES as ROUTER_PAGES
-from bertviz_lab.ui.share import share_box
-from bertviz_lab.ui.state import Classroom
-from bertviz_lab.ui.turns import my_turn
+from bertviz_lab.ui.shell import links
+from bertviz_lab.ui.shell import projector
+from bertviz_lab.ui.shell.classroom import join_box
+from bertviz_lab.ui.shell.handout import handout_button
+from bertviz_lab.ui.shell.models import plain_error, shown, sidebar
+from bertviz_lab.ui.shell.router import HOME, ensure_router, routing
+from bertviz_lab.ui.shell.router import PAGES as ROUTER_PAGES
+from bertviz_lab.ui.shell.share import share_box
+from bertviz_lab.ui.shell.state import Classroom
+from bertviz_lab.ui.shell.turns import my_turn
 
 st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
 ensure_router()  # a server's first request: leave the pages/-folder mode before drawing anything
 projector.read_link()
 projector.apply()
-PAGES = [st.Page(p.path, title=p.title, icon=p.icon, default=p is HOME) for p in ROUTER_PAGES]  # ui/router.py's list
+PAGES = [st.Page(p.path, title=p.title, icon=p.icon, default=p is HOME) for p in ROUTER_PAGES]  # ui/shell/router.py's list
 page = st.navigation(PAGES, position="top" if projector.on() else "sidebar")
 projector.switch()
 try:
@@ -35,7 +36,7 @@ try:
 except LabError as exc:  # BERTVIZ_CLASSROOM or BERTVIZ_MAX_RUNS unreadable (settings.py): no page is safe to serve
     plain_error(str(exc))
     st.stop()
-with my_turn():  # at most two sessions compute at once; the others wait in line (ui/turns.py)
+with my_turn():  # at most two sessions compute at once; the others wait in line (ui/shell/turns.py)
     links.restore(page.url_path)  # before the sidebar and the page draw their widgets
     try:
         sidebar()

@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bertviz_lab.ui.serve import openmp_settings
+from bertviz_lab.ui.shell.serve import openmp_settings
 
 with openmp_settings():  # torch's threads as the server sets them (./lab.sh app): they are set as it loads
     import torch

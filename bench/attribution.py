@@ -83,19 +83,19 @@ def base(tokens: int = BASE_TOKENS, seed: int = 0) -> Subject:
 def time_why(subject: Subject, runs: int, deletion_runs: int) -> dict:
     """Median seconds of each method and of a whole `why()` over `runs`, and of the deletion curves over
     `deletion_runs` (they cost the most: 17 s a run for base), after one warm-up."""
-    from bertviz_lab.views import why
+    from bertviz_lab.views.why import explanation as vw
 
     def timed(fn):
         start = time.perf_counter()
         return fn(), time.perf_counter() - start
 
     def explained():
-        return why.why(subject.model, subject.tokenizer, subject.encoding)
+        return vw.why(subject.model, subject.tokenizer, subject.encoding)
 
     timed(explained)  # warm-up: Captum's import, the packed weights
     results = [timed(explained) for _ in range(runs)]
     last = results[-1][0]
-    deletion = [timed(lambda: why.deletion_for(last))[1] for _ in range(deletion_runs)]
+    deletion = [timed(lambda: vw.deletion_for(last))[1] for _ in range(deletion_runs)]
     return {"steps": {name: statistics.median(r.explanation.seconds[name] for r, _ in results)
                       for name in last.explanation.seconds},
             "total": statistics.median(t for _, t in results), "deletion": statistics.median(deletion),

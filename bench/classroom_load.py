@@ -1,7 +1,7 @@
 """A classroom typing at once: N sessions on one real app server, half on Mask & predict and half on
 Attention, each submitting several distinct sentences of its own.
 
-Starts the app as `./lab.sh app` does (bertviz_lab.ui.serve: the repo's .streamlit config; headless,
+Starts the app as `./lab.sh app` does (bertviz_lab.ui.shell.serve: the repo's .streamlit config; headless,
 127.0.0.1, file watcher off), opens every session at the same time, then releases them together. A session submits
 a sentence, waits until the run is over and checks that the page shows the answer computed here for that
 sentence (the filled sentence on Mask & predict, the top guess and its probability on Attention), and
@@ -132,10 +132,11 @@ def masked_sentences(n: int, seed: int) -> list[str]:
 def answer(ckpt, page: str, text: str) -> str | None:
     """What the page shows for `text`, computed in this process; None when the top two guesses are too
     close to call (another process may sum in another order and swap them)."""
-    from bertviz_lab.views import inputs, predict
+    from bertviz_lab.views import inputs
+    from bertviz_lab.views.predict import guesses as vpr
 
     encoding = inputs.encode(ckpt.tokenizer, ckpt.model, text)
-    report = predict.explore_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=2)
+    report = vpr.explore_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=2)
     mask = report.independent.masks[0]
     first, second = mask.candidates
     if first.prob - second.prob < 1e-3:
@@ -161,11 +162,11 @@ def plan(ckpt, sessions: int, per_session: int, seed: int = 0) -> list[list[Job]
 
 
 def timed_streamlit() -> None:
-    """The app as `./lab.sh app` serves it (bertviz_lab.ui.serve), logging each script run's seconds and the
+    """The app as `./lab.sh app` serves it (bertviz_lab.ui.shell.serve), logging each script run's seconds and the
     sentence it drew (by digest) to stderr."""
     from streamlit.runtime.scriptrunner import script_runner
 
-    from bertviz_lab.ui import serve
+    from bertviz_lab.ui.shell import serve
 
     inner = script_runner.exec_func_with_error_handling
 

@@ -10,7 +10,7 @@ Then the breakdown: server process start to health OK and health to the page sho
 in a fresh Python process each round (torch's threads set as the server sets them), the work a first script
 run needs: importing the modules app.py and the page import (Streamlit itself is loaded before the health
 check), loading the shipped model, and the page's first forward pass. `./lab.sh app` starts that work in a
-background thread as the server starts (bertviz_lab/ui/serve.py). Goal: the prediction within 5 s on 2 cores.
+background thread as the server starts (bertviz_lab/ui/shell/serve.py). Goal: the prediction within 5 s on 2 cores.
 
     .venv/bin/python -m bench.cold_start [--rounds 5] [--pages predict home]
 """
@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.common import free_port, stop
-from bertviz_lab.ui.serve import OPENMP
+from bertviz_lab.ui.shell.serve import OPENMP
 
 ROOT = Path(__file__).resolve().parents[1]
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
@@ -49,8 +49,9 @@ for name in sys.argv[1:]:
     __import__(name)
 t2 = time.perf_counter()
 from bertviz_lab.bert.checkpoint import load_checkpoint
-from bertviz_lab.ui.state import Model, Predict
-from bertviz_lab.views import inputs, predict
+from bertviz_lab.ui.shell.state import Model, Predict
+from bertviz_lab.views import inputs
+from bertviz_lab.views.predict import guesses as predict
 ckpt = load_checkpoint(Model.PATH.default)
 t3 = time.perf_counter()
 encoding = inputs.encode(ckpt.tokenizer, ckpt.model, Predict.SENTENCES.text_a.default)

@@ -3,7 +3,7 @@
 Each of N sessions opens the Lesson at step 9 (`/lesson?step=9`, as a shared link would), picks a guess for the
 loss at step 0, and then all N press Reveal together, while the typing sessions of `bench.classroom_load` go on
 with their sentences on Mask & predict and Attention. The tiny training run is computed once for the class
-(ui/once.py): the session that starts it and every session that presses Reveal while it runs follow the same
+(ui/shell/once.py): the session that starts it and every session that presses Reveal while it runs follow the same
 progress, and all get the same run. A session's answer is the run that shows the revealed step: the verdict and
 the caption under the run's loss chart ("Seed 0: held-out loss ... at step 0, ... after N steps").
 """

@@ -1,11 +1,11 @@
 """The Lesson's tiny training run (issue 32): how long it takes on one and two CPU threads, and how fast a page's
-work stays while the run trains in the background the way the app runs it (ui/once.py's daemon thread).
+work stays while the run trains in the background the way the app runs it (ui/shell/once.py's daemon thread).
 
 A page's work is timed two ways, idle and then while the tiny run trains in a `Once` slot's thread (runs one
 after another until enough samples): the Attention page's forward pass (the shipped model, traced, on the lesson's
 attention sentence), each in a new thread as Streamlit runs each script run in a new thread; and a whole redraw of
 the Attention page after a new sentence (AppTest, server time). torch loads with the server's OpenMP settings
-(ui/serve.py).
+(ui/shell/serve.py).
 
     .venv/bin/python -m bench.lesson_run [--rounds 2] [--redraws 20]
 
@@ -25,14 +25,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bertviz_lab.ui.serve import openmp_settings
+from bertviz_lab.ui.shell.serve import openmp_settings
 
 with openmp_settings():  # torch's threads as the server sets them (./lab.sh app)
     import torch
 
 from bertviz_lab.bert.checkpoint import load_checkpoint  # noqa: E402
-from bertviz_lab.ui import once  # noqa: E402
-from bertviz_lab.views import lesson_runs as runs  # noqa: E402
+from bertviz_lab.ui.shell import once  # noqa: E402
+from bertviz_lab.views.lesson import runs as lesson_runs  # noqa: E402
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
 SENTENCE = "the animal did not cross the street because it was too tired ."
@@ -40,17 +40,17 @@ SENTENCE = "the animal did not cross the street because it was too tired ."
 
 @contextmanager
 def tiny_threads(n: int) -> Iterator[None]:
-    old, runs.TINY_THREADS = runs.TINY_THREADS, n
+    old, lesson_runs.TINY_THREADS = lesson_runs.TINY_THREADS, n
     try:
         yield
     finally:
-        runs.TINY_THREADS = old
+        lesson_runs.TINY_THREADS = old
 
 
 def run_seconds(threads: int) -> float:
     start = time.perf_counter()
     with tiny_threads(threads):
-        runs.train_tiny(0)
+        lesson_runs.train_tiny(0)
     return time.perf_counter() - start
 
 
@@ -83,7 +83,7 @@ def during_runs(measure, n: int) -> tuple[list[float], list[float], list[float]]
     while len(busy) < n:
         slot: once.Once = once.Once("The tiny training run")
         start = time.perf_counter()
-        job, _ = slot.start(lambda report: runs.train_tiny(0, report))
+        job, _ = slot.start(lambda report: lesson_runs.train_tiny(0, report))
         busy += sample(measure, job.done.is_set)
         took.append(time.perf_counter() - start)
     return idle, busy, took
@@ -139,7 +139,7 @@ def main() -> None:
             slot: once.Once = once.Once("The tiny training run")
             start = time.perf_counter()
             with tiny_threads(threads):
-                job, _ = slot.start(lambda report: runs.train_tiny(0, report))
+                job, _ = slot.start(lambda report: lesson_runs.train_tiny(0, report))
                 busy = sample(lambda: page_ms(forward), job.done.is_set)
             took = time.perf_counter() - start
             print(f"run on {threads} thread(s): page forward idle {summary(idle)}; during the run {summary(busy)}; "

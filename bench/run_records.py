@@ -62,8 +62,8 @@ def child(page: str, run: str, traced: bool, before: str) -> None:
     import tracemalloc
 
     from bertviz_lab.pretrain import process, records, snapshots
-    from bertviz_lab.views import pretrain as vp
-    from bertviz_lab.views import timelapse as vt
+    from bertviz_lab.views.pretrain import live as vp
+    from bertviz_lab.views.timelapse import history as vt
 
     if before:  # the reader of an earlier commit: its read_metrics and snapshots.read, nothing else
         for module, path in ((process, "bertviz_lab/pretrain/process.py"),

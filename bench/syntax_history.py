@@ -22,8 +22,8 @@ import torch
 from safetensors.torch import load_file
 
 from bertviz_lab.pretrain.publish import HISTORY
-from bertviz_lab.views import timelapse_syntax as vts
-from bertviz_lab.views.timelapse_syntax_records import FILE
+from bertviz_lab.views.timelapse import syntax as vts
+from bertviz_lab.views.timelapse.syntax_file import FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 

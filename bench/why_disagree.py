@@ -2,11 +2,11 @@
 
 Samples SENTENCES sentences of the story world (seed SEED), hides one content word in each (a noun, a verb, a
 pronoun, or a pronoun's antecedent: the sentence's first noun or name, which the pronoun agrees with) and explains
-the shipped model's top guess there with every method (views/why_examples.py's `score`). Prints, per method, the
+the shipped model's top guess there with every method (views/why/examples.py's `score`). Prints, per method, the
 mean and median Spearman rho against occlusion and the share of sentences whose deletion curve beats all 20 random
 orders (and the share that only ties the best of them); how often the most-attended word (last layer, mean over heads) is the one occlusion ranks first; and the
 sentences where attention and occlusion disagree most (lowest rho), a pronoun sentence among them. Writes those
-EXAMPLES sentences to bertviz_lab/views/why_found.py. About 100 s on one thread (one sentence's tensors are
+EXAMPLES sentences to bertviz_lab/views/why/found.py. About 100 s on one thread (one sentence's tensors are
 small: a second thread buys little, and on a busy machine it waits for the first).
 
     .venv/bin/python -m bench.why_disagree [--threads 1] [--no-write]
@@ -29,12 +29,12 @@ from bertviz_lab.bert.tokenizer import MASK
 from bertviz_lab.corpus import generate_documents
 from bertviz_lab.corpus.tables import CATEGORIES, VERB
 from bertviz_lab.explain.checks import MIN_TESTED, RANDOM_ORDERS
-from bertviz_lab.views import why
-from bertviz_lab.views.why_examples import score
+from bertviz_lab.views.why import explanation as vw
+from bertviz_lab.views.why.examples import score
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "bertviz-mini"
-FOUND = ROOT / "bertviz_lab" / "views" / "why_found.py"
+FOUND = ROOT / "bertviz_lab" / "views" / "why" / "found.py"
 SEED, DOCUMENTS = 0, 1500  # the story world's first 1,500 stories: some 8,000 sentences to draw from
 QUOTA = {"noun": 90, "verb": 90, "pronoun": 60, "antecedent": 60}  # sentences per kind of hidden word: 300
 EXAMPLES = 5
@@ -114,7 +114,7 @@ def write(chosen: list[dict], search: dict) -> None:
     records = "".join(record(s) for s in chosen)
     FOUND.write_text(
         '"""The sentences where last-layer attention and occlusion disagree most on the shipped model, found by\n'
-        "`python -m bench.why_disagree` (views/why_examples.py reads them). Written by that script: run it again to\n"
+        "`python -m bench.why_disagree` (views/why/examples.py reads them). Written by that script: run it again to\n"
         'regenerate this file, never edit it by hand."""\n\n'
         f"SEARCH = {search!r}\n"
         f"FOUND = (\n{records})\n", encoding="utf-8")
@@ -129,14 +129,14 @@ def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     start = time.perf_counter()
     ckpt = load_checkpoint(SHIPPED)
-    scored, rho, same_top, tested = [], {k: [] for k in why.TITLES}, 0, 0
-    beats, ties = {k: 0 for k in why.TITLES}, {k: 0 for k in why.TITLES}
+    scored, rho, same_top, tested = [], {k: [] for k in vw.TITLES}, 0, 0
+    beats, ties = {k: 0 for k in vw.TITLES}, {k: 0 for k in vw.TITLES}
     for text, kind, word in sample(ckpt.tokenizer):
         s = score(ckpt.model, ckpt.tokenizer, text)
         for method, r in s.result.agreement["occlusion"].items():
             if r is not None:
                 rho[method].append(r)
-        deletion = why.deletion_for(s.result)
+        deletion = vw.deletion_for(s.result)
         tested += deletion.tested  # 5 or more removable tokens: enough orders for a test against random ones
         for method in beats:
             beats[method] += deletion.verdict(method) == "beats"
@@ -152,7 +152,7 @@ def main() -> None:
     print(f"{'method':<22} {'mean ρ':>7} {'median ρ':>9} {'beats random':>13} {'ties best':>10}   (ρ: Spearman against "
           f"occlusion; beats random, ties best: of the {tested} sentences with {MIN_TESTED} or more removable tokens; "
           f"chance: 1 in {RANDOM_ORDERS + 1}, {1 / (RANDOM_ORDERS + 1):.1%})")
-    for method, title in why.TITLES.items():
+    for method, title in vw.TITLES.items():
         r = rho[method]
         print(f"{title:<22} {statistics.mean(r):>7.3f} {statistics.median(r):>9.3f} {beats[method] / max(tested, 1):>13.1%}"
               f" {ties[method] / max(tested, 1):>10.1%}"

@@ -1,7 +1,7 @@
 """Classroom mode, apart from Streamlit: the visitor's path sandbox and the address students open.
 
 `./lab.sh app --classroom` serves the app on the local network and sets BERTVIZ_CLASSROOM=1 (`classroom_mode`).
-Then a visitor (any machine but this one; ui/classroom.py tells who is asking) may open only the folders under
+Then a visitor (any machine but this one; ui/shell/classroom.py tells who is asking) may open only the folders under
 checkpoints/ and runs/ (`visitor_folder`, everything else refused with one sentence, REFUSAL, that says nothing
 of whether it exists), reads every message with the server's paths hidden (`hide_paths`), and may start a run only
 while fewer than `max_runs()` train.

@@ -11,18 +11,18 @@ import streamlit as st
 
 from bertviz_lab import files
 from bertviz_lab.errors import InputError
-from bertviz_lab.figures import attention as figs
-from bertviz_lab.ui import state
-from bertviz_lab.ui.attention import (WEIGHT_FORMAT, all_heads, context_table, explore, keep_token_choices,
+from bertviz_lab.figures import attention as fa
+from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.attention.cached import (WEIGHT_FORMAT, all_heads, context_table, explore, keep_token_choices,
                                       pooled_input, predictions, query_summary, rest_of_layer)
-from bertviz_lab.ui.handout import record_table
-from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.state import Attention as K  # this page's session-state keys
-from bertviz_lab.ui.tables import numbers, table_height
-from bertviz_lab.ui.widgets import (chart, encode_or_stop, family_note, index_picker, plain, say,
+from bertviz_lab.ui.shell.handout import record_table
+from bertviz_lab.ui.shell.models import active_model
+from bertviz_lab.ui.shell.state import Attention as K  # this page's session-state keys
+from bertviz_lab.ui.kit.tables import numbers, table_height
+from bertviz_lab.ui.kit.widgets import (chart, encode_or_stop, family_note, index_picker, plain, say,
                                    sentence_inputs)
-from bertviz_lab.views import attention as av
-from bertviz_lab.views import overview as ov
+from bertviz_lab.views.attention import explorer as av
+from bertviz_lab.views.attention import overview as ov
 
 TABS = ("The matrix", "Switch heads off", "Softmax, step by step", "Context and q · k", "The rest of the layer")
 
@@ -72,13 +72,13 @@ with matrix_tab:
         window = st.slider(f"Tokens shown (of {T}), as queries and as keys", 0, T - 1, key=K.RANGE.name,
                            help="A long input's matrix is too big to read whole: pick the tokens to look at.")
     shown = av.matrix(view, layer, None if mean else head, hide, block, window)
-    chart(figs.attention_heatmap(shown.weights, shown.col_axis, shown.row_axis, shown.title), shown.name)
+    chart(fa.attention_heatmap(shown.weights, shown.col_axis, shown.row_axis, shown.title), shown.name)
     if hide or block != "all" or (window is not None and tuple(window) != (0, T - 1)):
         st.caption("Rows no longer sum to 1: the hidden columns keep their share of each row's weight "
                    "(nothing is renormalised).")
     else:
         st.caption("Each row is one query's softmax over all keys and sums to 1. Hover a cell for its weight to "
-                   f"{figs.WEIGHT_DIGITS} significant digits.")
+                   f"{fa.WEIGHT_DIGITS} significant digits.")
     if off:
         st.caption(f"Shown with {len(off)} head(s) switched off: {', '.join(off)}. "
                    "Layers above them change too.")
@@ -116,9 +116,9 @@ with softmax_tab:
                    "the softmax (τ < 1 sharpens attention, τ > 1 flattens it). The model's own weights are in the "
                    "last column.")
     bars_title = f"Layer {layer} · head {head} · query {view.axis_labels[query]}"
-    chart(figs.softmax_bars(av.weights_by_key(view, steps), bars_title), f"softmax_L{layer}_H{head}_q{query}")
+    chart(fa.softmax_bars(av.weights_by_key(view, steps), bars_title), f"softmax_L{layer}_H{head}_q{query}")
     if tau != 1.0:
-        chart(figs.attention_heatmap(av.what_if_weights(view, layer, head, tau), view.axis_labels,
+        chart(fa.attention_heatmap(av.what_if_weights(view, layer, head, tau), view.axis_labels,
                                      view.axis_labels, f"WHAT-IF τ = {tau:g} · layer {layer} · head {head}"),
               f"what_if_L{layer}_H{head}")
 
@@ -132,14 +132,14 @@ with context_tab:
                    f"to within {ctx.max_difference:.1e}.")
     else:
         st.caption("This head is switched off: the model multiplies its context by 0 and passes on zeros instead.")
-    chart(figs.vector_bars(pd.DataFrame({"context = Σ weight × v": ctx.context}), "Context vector"), "context")
+    chart(fa.vector_bars(pd.DataFrame({"context = Σ weight × v": ctx.context}), "Context vector"), "context")
 
     st.markdown("**Where the score comes from: q · k, dimension by dimension**")
     state.setdefault(K.KEY, av.strongest_key(view, layer, head, query))
     other = st.selectbox("Key token", tokens, format_func=view.labels.__getitem__, key=K.KEY.name)
     dot = av.dot_product(view, layer, head, query, other)
     pair_title = f"q of {view.axis_labels[query]}, k of {view.axis_labels[other]}; below, q × k (it sums to q·k)"
-    chart(figs.vector_bars(dot.table, pair_title, height=520, lower=["q × k"]), f"q_k_L{layer}_H{head}")
+    chart(fa.vector_bars(dot.table, pair_title, height=520, lower=["q × k"]), f"q_k_L{layer}_H{head}")
     st.text(f"q·k = Σ q × k = {dot.dot:.4f}   ÷ {av.sqrt_head_dim(view.head_dim)}   →   score {dot.score:.4f}")
 
 # --- The rest of the layer ------------------------------------------------------------

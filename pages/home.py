@@ -5,9 +5,9 @@ import streamlit as st
 from bertviz_lab.bert import hub
 from bertviz_lab.bert.card import card_facts, markdown_safe
 from bertviz_lab.bert.config import ACTIVATIONS
-from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.router import where_to_start
-from bertviz_lab.ui.widgets import family_note
+from bertviz_lab.ui.shell.models import active_model
+from bertviz_lab.ui.shell.router import where_to_start
+from bertviz_lab.ui.kit.widgets import family_note
 from bertviz_lab.views import sizes
 
 st.title("bertviz_lab")

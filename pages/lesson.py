@@ -8,13 +8,14 @@ the score counts the revealed answers.
 
 import streamlit as st
 
-from bertviz_lab.ui import projector, state
-from bertviz_lab.ui.lesson import Frame, header, nav, shown_errors
-from bertviz_lab.ui.lesson_steps import STEPS
-from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.state import Lesson as K
-from bertviz_lab.ui.widgets import family_note
-from bertviz_lab.views.lesson import STEPS as TITLES
+from bertviz_lab.ui.shell import projector
+from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.lesson.stepper import Frame, header, nav, shown_errors
+from bertviz_lab.ui.lesson.steps import STEPS
+from bertviz_lab.ui.shell.models import active_model
+from bertviz_lab.ui.shell.state import Lesson as K
+from bertviz_lab.ui.kit.widgets import family_note
+from bertviz_lab.views.lesson.questions import STEPS as TITLES
 
 INTRO = (
     # 1. Tokens

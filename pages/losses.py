@@ -5,15 +5,15 @@ import streamlit as st
 
 from bertviz_lab.bert.config import RANDOM_TOKENS
 from bertviz_lab.errors import InputError
-from bertviz_lab.figures import losses as figs
-from bertviz_lab.ui import state
-from bertviz_lab.ui.losses import F4, FREQUENCY_COLUMNS, STEPS, before_after, reroll, stepper
-from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.router import end_page
-from bertviz_lab.ui.state import Losses as K  # this page's session-state keys
-from bertviz_lab.ui.widgets import chart, encode_or_stop, family_note, plain, say, sentence_inputs
-from bertviz_lab.views import losses as lesson
-from bertviz_lab.views import masking_stats
+from bertviz_lab.figures import losses as fl
+from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.losses.walkthrough import F4, FREQUENCY_COLUMNS, STEPS, before_after, reroll, stepper
+from bertviz_lab.ui.shell.models import active_model
+from bertviz_lab.ui.shell.router import end_page
+from bertviz_lab.ui.shell.state import Losses as K  # this page's session-state keys
+from bertviz_lab.ui.kit.widgets import chart, encode_or_stop, family_note, plain, say, sentence_inputs
+from bertviz_lab.views.losses import walkthrough
+from bertviz_lab.views.losses import masking_stats
 
 LEARNING_RATES = [1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0]
 SHARE_LABELS = ("→ [MASK]", "→ random token", "→ kept")
@@ -39,16 +39,16 @@ st.caption(f"Active: {RANDOM_TOKENS[source]}: {plain(masking_stats.random_draws(
            "draws its 10% random tokens from the whole vocabulary, its special tokens included (Google's "
            "create_pretraining_data.py and Hugging Face's DataCollatorForLanguageModeling alike).")
 try:
-    lesson.check_split(*shares)
-    walk = lesson.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=int(seed), mask_rate=rate,
+    walkthrough.check_split(*shares)
+    walk = walkthrough.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=int(seed), mask_rate=rate,
                               mask_prob=shares[0], random_prob=shares[1], random_tokens=source)
 except InputError as exc:
     say("warning", str(exc), lead="Cannot run this example: ")
     end_page()
 
-titles = lesson.step_titles(walk)
+titles = walkthrough.step_titles(walk)
 if walk.nsp_random is None:
-    st.info(f"Step “Next sentence prediction” is skipped: {lesson.NO_NSP_REASON}.")
+    st.info(f"Step “Next sentence prediction” is skipped: {walkthrough.NO_NSP_REASON}.")
 show_all = st.toggle("Show all steps", key=K.ALL.name)
 current = 0 if show_all else stepper(len(titles))  # the stepper: Back, Next and where we are
 for number, title in enumerate(titles, start=1):
@@ -60,13 +60,13 @@ st.subheader("Take one optimizer step on this example")
 st.caption("On a copy of the model (the active one is never changed), in eval mode so before and after are "
            "computed the same way, on the same corrupted input.")
 left, right = st.columns([1, 3], vertical_alignment="bottom")
-optimizer = left.radio("Optimizer", lesson.OPTIMIZERS, key=K.OPTIMIZER.name, horizontal=True)
+optimizer = left.radio("Optimizer", walkthrough.OPTIMIZERS, key=K.OPTIMIZER.name, horizontal=True)
 lr = right.select_slider("Learning rate", LEARNING_RATES, value=K.LR.default, format_func="{:g}".format,
                          key=K.LR.name)
 signature = (str(ckpt.path), walk.seed, tuple(walk.corrupted_ids), walk.rates, optimizer, lr)
 if st.button("Take one optimizer step on this example", key=K.TRAIN.name, type="primary"):
     with st.spinner("Taking the step on a copy of the model…"):  # the first AdamW step takes 1.5 s
-        state.put(K.RESULT, (signature, lesson.optimizer_step(ckpt.model, ckpt.tokenizer, walk, lr=lr,
+        state.put(K.RESULT, (signature, walkthrough.optimizer_step(ckpt.model, ckpt.tokenizer, walk, lr=lr,
                                                               optimizer=optimizer)))
 stored = state.get(K.RESULT)
 if stored and stored[0] == signature:
@@ -76,7 +76,7 @@ with st.expander("Masking frequencies over many draws"):
     draws = st.number_input("Draws", 100, 20_000, K.DRAWS.default, 100, key=K.DRAWS.name)
     freq = masking_stats.masking_frequencies(ckpt.tokenizer, encoding, draws=int(draws), seed=walk.seed,
                                              rates=walk.rates)
-    chart(figs.masking_frequency_chart(freq, f"{int(draws):,} draws of the masking rule on this input"),
+    chart(fl.masking_frequency_chart(freq, f"{int(draws):,} draws of the masking rule on this input"),
           "masking_frequencies", key="losses.freq")
     st.dataframe(freq, hide_index=True, column_config={**{c: F4 for c in ("target", "bert", "expected", "empirical")},
                                                        **FREQUENCY_COLUMNS})

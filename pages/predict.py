@@ -8,15 +8,16 @@ at once from one pass (independent) and one at a time from the left (iterative).
 import streamlit as st
 
 from bertviz_lab.figures.predictions import confidence_strip, prediction_bars
-from bertviz_lab.ui import widgets
-from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.reading import guesses_line, what_bert_reads
-from bertviz_lab.ui.replaced import replaced_tokens
-from bertviz_lab.ui.router import end_page
-from bertviz_lab.ui.state import Predict as K  # this page's session-state keys
-from bertviz_lab.ui.tables import number
-from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain, sentence_inputs
-from bertviz_lab.views import inputs, predict
+from bertviz_lab.ui.kit import widgets
+from bertviz_lab.ui.shell.models import active_model
+from bertviz_lab.ui.predict.reading import guesses_line, what_bert_reads
+from bertviz_lab.ui.predict.replaced import replaced_tokens
+from bertviz_lab.ui.shell.router import end_page
+from bertviz_lab.ui.shell.state import Predict as K  # this page's session-state keys
+from bertviz_lab.ui.kit.tables import number
+from bertviz_lab.ui.kit.widgets import encode_or_stop, family_note, plain, sentence_inputs
+from bertviz_lab.views import inputs
+from bertviz_lab.views.predict import guesses as vpr
 
 MAX_DETAILED = 4  # masks drawn in full; with more, one is picked to inspect
 MAX_STEPS = 8  # left-to-right passes; the last one fills every mask still open
@@ -68,9 +69,9 @@ if temperature != 1:
                f"softmax(logits / {temperature:g}), not the model's own (τ = 1). The ranking is the same.")
 
 try:
-    report = predict.explore_masks(ckpt.model, ckpt.tokenizer, encoding, [clickable[w] for w in chosen],
+    report = vpr.explore_masks(ckpt.model, ckpt.tokenizer, encoding, [clickable[w] for w in chosen],
                                     top_k=top_k, temperature=temperature, causal=causal, max_steps=MAX_STEPS)
-except predict.NothingMasked:
+except vpr.NothingMasked:
     st.info("Nothing is hidden yet. Type [MASK] where a word should be guessed, or click words above to mask them.")
     end_page()
 masks = report.independent.masks
@@ -86,7 +87,7 @@ if len(masks) > MAX_DETAILED:
     shown = [st.selectbox("Mask to inspect", shown, key=K.INSPECT.name,
                           format_func=lambda i: f"mask #{i + 1} (token {masks[i].position})")]
 for i in shown:
-    mask, rows = masks[i], predict.candidate_rows(masks[i])
+    mask, rows = masks[i], vpr.candidate_rows(masks[i])
     table, chart = st.columns(2)
     table.markdown(f"**Mask #{i + 1}** · token {mask.position}")
     table.dataframe(rows, hide_index=True, column_config=COLUMNS)
@@ -96,7 +97,7 @@ for i in shown:
     widgets.chart(prediction_bars(rows, f"Top-{top_k} for mask #{i + 1}"), f"predict_mask{i + 1}", chart,
                   key=f"predict.bars.{i}", theme="streamlit")
 
-rows = predict.mask_rows(report)
+rows = vpr.mask_rows(report)
 if report.iterative is None:
     st.caption("Filled sentence")
     st.code(report.independent_text, language=None, wrap_lines=True)
@@ -117,4 +118,4 @@ widgets.chart(confidence_strip(rows, report.max_entropy, "How unsure is BERT? En
                                + ("" if temperature == 1 else f" at τ = {temperature:g}"), report.entropy_column),
               "predict_entropy", key="predict.entropy", theme="streamlit")
 with st.expander("Left-to-right, step by step"):
-    st.dataframe(predict.step_rows(report.iterative), hide_index=True, column_config=ROW_COLUMNS)
+    st.dataframe(vpr.step_rows(report.iterative), hide_index=True, column_config=ROW_COLUMNS)

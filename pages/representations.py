@@ -7,14 +7,14 @@ lens at [MASK], the embeddings' geometry, and the shapes of a padded batch (seed
 
 import streamlit as st
 
-from bertviz_lab.ui import state
-from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.neighbours import geometry_tab, neighbours_tab
-from bertviz_lab.ui.representations import contexts_tab, lens_tab
-from bertviz_lab.ui.shapes import shapes_tab
-from bertviz_lab.ui.state import Representations as K
-from bertviz_lab.ui.state import Shapes
-from bertviz_lab.ui.widgets import family_note
+from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.shell.models import active_model
+from bertviz_lab.ui.representations.neighbours import geometry_tab, neighbours_tab
+from bertviz_lab.ui.representations.vectors import contexts_tab, lens_tab
+from bertviz_lab.ui.representations.shapes import shapes_tab
+from bertviz_lab.ui.shell.state import Representations as K
+from bertviz_lab.ui.shell.state import Shapes
+from bertviz_lab.ui.kit.widgets import family_note
 
 TABS = {"Same word, different contexts": contexts_tab, "Nearest neighbours": neighbours_tab,
         "Logit lens": lens_tab, "Embedding geometry": geometry_tab, "Shapes and padding": shapes_tab}

@@ -5,14 +5,14 @@ relation against a fixed-offset baseline (Clark et al. 2019), where one head put
 
 import streamlit as st
 
-from bertviz_lab.ui import state
-from bertviz_lab.ui import syntax as ui
-from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.state import Syntax as K
-from bertviz_lab.ui.syntax_tabs import agreement_tab, probe_tab
-from bertviz_lab.ui.widgets import family_note
+from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.syntax import analysis as ui_syntax
+from bertviz_lab.ui.shell.models import active_model
+from bertviz_lab.ui.shell.state import Syntax as K
+from bertviz_lab.ui.syntax.probe_and_agreement import agreement_tab, probe_tab
+from bertviz_lab.ui.kit.widgets import family_note
 
-TABS = {"Relations by head": ui.relations_tab, "Search by a head": ui.search_tab, "Structural probe": probe_tab,
+TABS = {"Relations by head": ui_syntax.relations_tab, "Search by a head": ui_syntax.search_tab, "Structural probe": probe_tab,
         "Agreement": agreement_tab}
 
 st.title("Syntax across a corpus")
@@ -22,8 +22,8 @@ st.caption("One sentence's attention can show anything. These tabs count over hu
 ckpt = active_model()
 family_note(ckpt)
 state.keep(*K.INPUTS)  # the closed tabs' choices, kept while another tab is open
-source = ui.source_picker()
-report = ui.analysed(ckpt, source)  # None until the button runs it
+source = ui_syntax.source_picker()
+report = ui_syntax.analysed(ckpt, source)  # None until the button runs it
 state.keep_valid(K.TAB, list(TABS))
 for tab, draw in zip(st.tabs(list(TABS), key=K.TAB.name, on_change="rerun"), TABS.values()):
     if tab.open:  # only the open tab draws: a picker's change redraws that tab alone

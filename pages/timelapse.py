@@ -9,10 +9,10 @@ structural probe, each relation's best head and agreement at every kept checkpoi
 
 import streamlit as st
 
-from bertviz_lab.ui import timelapse as ui
-from bertviz_lab.ui import timelapse_syntax as syntax
-from bertviz_lab.ui.router import end_page, ensure_router
-from bertviz_lab.views import timelapse as vt
+from bertviz_lab.ui.timelapse import player as ui_timelapse
+from bertviz_lab.ui.timelapse import syntax as timelapse_syntax
+from bertviz_lab.ui.shell.router import end_page, ensure_router
+from bertviz_lab.views.timelapse import history as vt
 
 ensure_router()
 st.title("Time-lapse")
@@ -20,17 +20,17 @@ st.caption("How a BERT learns, frame by frame: a snapshot of the probe sentences
            "A head's role score is the mean attention its word tokens give to the previous token, the next "
            "one, themselves, [CLS] or [SEP], or along a grammatical link (determiner → noun, verb → "
            "subject, pronoun → referent). " + vt.twins_note())
-lapse = ui.pick()
+lapse = ui_timelapse.pick()
 if lapse is None:
     end_page()
-ui.controls(lapse)
-ui.player(lapse)
+ui_timelapse.controls(lapse)
+ui_timelapse.player(lapse)
 
 st.header("Heads taking on roles")
-ui.formed(lapse)
+ui_timelapse.formed(lapse)
 
 st.header("Compare two steps")
-ui.diff(lapse)
+ui_timelapse.diff(lapse)
 
 st.header("Syntax as it forms")
-syntax.section(lapse)
+timelapse_syntax.section(lapse)

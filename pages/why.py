@@ -9,16 +9,16 @@ never read it."""
 import streamlit as st
 
 from bertviz_lab.errors import InputError
-from bertviz_lab.ui import state
-from bertviz_lab.ui import why as ui
-from bertviz_lab.ui.models import active_model
-from bertviz_lab.ui.router import end_page
-from bertviz_lab.ui.state import Why as K  # this page's session-state keys
-from bertviz_lab.ui.widgets import encode_or_stop, family_note, plain, say, sentence_inputs
-from bertviz_lab.views import why as vw
+from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.why import sections as ui_why
+from bertviz_lab.ui.shell.models import active_model
+from bertviz_lab.ui.shell.router import end_page
+from bertviz_lab.ui.shell.state import Why as K  # this page's session-state keys
+from bertviz_lab.ui.kit.widgets import encode_or_stop, family_note, plain, say, sentence_inputs
+from bertviz_lab.views.why import explanation as vw
 
 st.title("Why this guess?")
-st.caption(ui.lead())
+st.caption(ui_why.lead())
 ckpt = active_model()
 model, tokenizer = ckpt.model, ckpt.tokenizer
 replaced = model.has_rtd and not model.has_mlm  # ELECTRA's discriminator: no word guesses, a logit per token
@@ -32,7 +32,7 @@ family_note(ckpt, what="This is a discriminator: it guesses no words. Here F is 
                        "token you pick, and p = sigmoid(F) the probability it gives that the token was replaced"
             if replaced else "")
 if not replaced:
-    ui.examples(ckpt)
+    ui_why.examples(ckpt)
 text_a, text_b = sentence_inputs(K.SENTENCES, ckpt.config)
 encoding = encode_or_stop(ckpt, text_a, text_b)
 
@@ -41,7 +41,7 @@ if replaced:
     state.keep_valid(K.TOKEN, words)
     position = st.selectbox("Token to explain", words, key=K.TOKEN.name,
                             format_func=lambda i: f"{i} · {encoding.tokens[i]}")
-    ask = ui.Ask(position=position)
+    ask = ui_why.Ask(position=position)
 else:
     masks = vw.mask_positions(encoding, tokenizer)
     if not masks:
@@ -59,30 +59,30 @@ else:
     contrast = cols[-1].text_input("Contrast word (optional)", key=K.CONTRAST.name, placeholder="none",
                                   help="Why the target rather than this word? F becomes the difference of the two "
                                        "logits, which cancels what the two words share.")
-    ask = ui.Ask(which, target.strip(), contrast.strip())
+    ask = ui_why.Ask(which, target.strip(), contrast.strip())
 
 st.subheader("The guess explained")
 try:
-    result = ui.explained(ckpt, encoding, ask)
+    result = ui_why.explained(ckpt, encoding, ask)
 except InputError as exc:
     say("error", str(exc))  # it quotes the typed words (or a link's): shown as typed, never as Markdown
     end_page()
 left, right = st.columns([2, 3])
-ui.guesses(result, left)
-right.markdown(ui.score_line(result, tokenizer))
-right.info(f"Read the rows below with care. The attention rows say where {plain(ui.mask_word(tokenizer, replaced))} "
+ui_why.guesses(result, left)
+right.markdown(ui_why.score_line(result, tokenizer))
+right.info(f"Read the rows below with care. The attention rows say where {plain(ui_why.mask_word(tokenizer, replaced))} "
            "looked: a clue to test, not the reason for the guess by itself. The score rows are computed from F "
            "itself: how F changes when a token's vector moves, or when the token alone is masked. Neither kind is "
            "right by definition, occlusion included: the causal check at the bottom tests them all, and says what "
            "it found for attention on this sentence.", icon=":material/lightbulb:")
 
 st.subheader("Which tokens mattered?")
-result = ui.at_layer(result, *ui.attention_pickers(ckpt))
-ui.strips(result, tokenizer, replaced)
+result = ui_why.at_layer(result, *ui_why.attention_pickers(ckpt))
+ui_why.strips(result, tokenizer, replaced)
 
 st.subheader("Do the methods agree?")
-ui.agreement(result)
+ui_why.agreement(result)
 
 st.subheader("The causal check: remove what each method ranks first")
-st.caption(ui.check_caption(result))
-ui.causal_check(ckpt, encoding, ask, result)
+st.caption(ui_why.check_caption(result))
+ui_why.causal_check(ckpt, encoding, ask, result)

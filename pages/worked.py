@@ -4,10 +4,10 @@ preloaded with the seeds' inputs, computed exactly, and checked against the figu
 import streamlit as st
 
 from bertviz_lab.seeds import cite
-from bertviz_lab.ui import state
-from bertviz_lab.ui.router import ensure_router
-from bertviz_lab.ui.state import Worked as K  # this page's session-state keys
-from bertviz_lab.ui.worked import attention_section, mlm_section, one_hot_section
+from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.shell.router import ensure_router
+from bertviz_lab.ui.shell.state import Worked as K  # this page's session-state keys
+from bertviz_lab.ui.worked.calculators import attention_section, mlm_section, one_hot_section
 
 ensure_router()
 st.title("Worked examples")

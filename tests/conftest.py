@@ -195,7 +195,7 @@ def runs_elsewhere(tmp_path, monkeypatch, tiny_model, tiny_tokenizer):
 @pytest.fixture(scope="session")
 def shipped():
     """The shipped model (checkpoints/bertviz-mini) as the app loads it: the one read-only copy the pages share."""
-    from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
+    from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT, cached_checkpoint
 
     return cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
 

@@ -7,12 +7,13 @@ import pytest
 import torch
 
 from bertviz_lab.errors import InputError
-from bertviz_lab.views import inputs, predict
+from bertviz_lab.views import inputs
+from bertviz_lab.views.predict import guesses as vpr
 
 
 def test_predictions_match_a_manual_softmax(tiny_model, tiny_tokenizer):
     enc = inputs.encode(tiny_tokenizer, tiny_model, "the cat sat on the [MASK] .")
-    pred = predict.predict_masks(tiny_model, tiny_tokenizer, enc, top_k=3)
+    pred = vpr.predict_masks(tiny_model, tiny_tokenizer, enc, top_k=3)
     with torch.no_grad():
         logits = tiny_model(torch.tensor([enc.ids])).mlm_logits[0, 6].double()
     probs = logits.softmax(-1)
@@ -28,19 +29,19 @@ def test_predictions_match_a_manual_softmax(tiny_model, tiny_tokenizer):
 
 def test_temperature_flattens_and_sharpens(tiny_model, tiny_tokenizer):
     enc = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] sat")
-    entropies = [predict.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=t).masks[0].entropy
+    entropies = [vpr.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=t).masks[0].entropy
                  for t in (0.5, 1.0, 4.0)]
     assert entropies[0] < entropies[1] < entropies[2]
     with pytest.raises(InputError, match="temperature"):
-        predict.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=0)
+        vpr.predict_masks(tiny_model, tiny_tokenizer, enc, temperature=0)
 
 
 def test_causal_view_ignores_words_to_the_right(tiny_model, tiny_tokenizer):
     a = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] sat on the mat")
     b = inputs.encode(tiny_tokenizer, tiny_model, "the [MASK] went to the bank")
-    pa, pb = (predict.predict_masks(tiny_model, tiny_tokenizer, e, causal=True) for e in (a, b))
+    pa, pb = (vpr.predict_masks(tiny_model, tiny_tokenizer, e, causal=True) for e in (a, b))
     assert [c.id for c in pa.masks[0].candidates] == [c.id for c in pb.masks[0].candidates]
-    full = [predict.predict_masks(tiny_model, tiny_tokenizer, e).masks[0].candidates[0].prob for e in (a, b)]
+    full = [vpr.predict_masks(tiny_model, tiny_tokenizer, e).masks[0].candidates[0].prob for e in (a, b)]
     assert full[0] != full[1]
 
 
@@ -63,7 +64,7 @@ def test_model_without_mlm_head_says_so(tiny_config, tiny_tokenizer):
     bare = BertForPreTraining(tiny_config, mlm_head=False, nsp_head=False)
     enc = inputs.encode(tiny_tokenizer, bare, "the [MASK] sat")
     with pytest.raises(InputError, match="no MLM head"):
-        predict.predict_masks(bare, tiny_tokenizer, enc)
+        vpr.predict_masks(bare, tiny_tokenizer, enc)
 
 
 def test_attention_matrices_shape(tiny_model, tiny_tokenizer):

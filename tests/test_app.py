@@ -5,7 +5,7 @@ from pathlib import Path
 from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.ui import models
+from bertviz_lab.ui.shell import models
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

@@ -13,9 +13,10 @@ from bertviz_lab.bert.attention import MASK_VALUE
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from bertviz_lab.errors import InputError
-from bertviz_lab.figures import attention as figs
-from bertviz_lab.views import attention as av
-from bertviz_lab.views import inputs, predict
+from bertviz_lab.figures import attention as fa
+from bertviz_lab.views.attention import explorer as av
+from bertviz_lab.views import inputs
+from bertviz_lab.views.predict import guesses as vpr
 
 SENTENCE = "the animal did not cross the street because it was tired ."
 
@@ -89,9 +90,9 @@ SMALL_WEIGHT = 0.000123456789  # a weight a learner may check by hand: %.4f woul
 def test_hover_shows_a_weight_to_six_significant_digits(single):
     _, view = single
     weights = view.weights[0, 0]
-    figures = {"heatmap": figs.attention_heatmap(weights, view.axis_labels, view.axis_labels, "t"),
-               "grid": figs.attention_grid(view.weights, view.axis_labels, view.axis_labels),
-               "bars": figs.softmax_bars(pd.DataFrame({"weight": weights[0]}, index=view.axis_labels), "t")}
+    figures = {"heatmap": fa.attention_heatmap(weights, view.axis_labels, view.axis_labels, "t"),
+               "grid": fa.attention_grid(view.weights, view.axis_labels, view.axis_labels),
+               "bars": fa.softmax_bars(pd.DataFrame({"weight": weights[0]}, index=view.axis_labels), "t")}
     for name, fig in figures.items():
         value = "z" if name != "bars" else "y"
         for trace in fig.data:
@@ -99,7 +100,7 @@ def test_hover_shows_a_weight_to_six_significant_digits(single):
             assert re.fullmatch(r"\.\d+~?[eg]", spec), (name, spec)  # types d3 and Python format alike
             shown = format(SMALL_WEIGHT, spec.replace("~", ""))
             assert significant_digits(shown) >= 6, (name, shown)
-    assert significant_digits(format(SMALL_WEIGHT, figs.WEIGHT_HOVER)) == figs.WEIGHT_DIGITS
+    assert significant_digits(format(SMALL_WEIGHT, fa.WEIGHT_HOVER)) == fa.WEIGHT_DIGITS
 
 
 def test_a_masked_key_gets_exp_zero_and_weight_zero(single):
@@ -229,7 +230,7 @@ def test_prediction_change_compares_all_heads_with_heads_off(tiny_model, tiny_to
     torch.manual_seed(0)
     table = av.prediction_change(tiny_model, tiny_tokenizer, encoding, av.head_mask(["L0 H0", "L1 H2"], 2, 4), 3)
     assert len(table) == 2 * 3 and list(table["rank"]) == [1, 2, 3, 1, 2, 3]
-    expected = predict.predict_masks(tiny_model, tiny_tokenizer, encoding, top_k=3)
+    expected = vpr.predict_masks(tiny_model, tiny_tokenizer, encoding, top_k=3)
     assert list(table["all heads"][:3]) == [c.token for c in expected.masks[0].candidates]
     assert set(table.columns) >= {"heads off", "p (heads off)"}
     only = av.prediction_change(tiny_model, tiny_tokenizer, encoding, None, 3)
@@ -245,8 +246,8 @@ def test_the_traced_pass_gives_its_column_of_the_prediction_table_with_one_forwa
     view = av.explore(tiny_model, encoding, mask, tiny_tokenizer.mask_id)
     assert view.mask_logits.shape == (2, tiny_model.config.vocab_size)
     forwards = []
-    real = predict.predict_masks
-    monkeypatch.setattr(predict, "predict_masks", lambda *a, **k: forwards.append(k) or real(*a, **k))
+    real = vpr.predict_masks
+    monkeypatch.setattr(vpr, "predict_masks", lambda *a, **k: forwards.append(k) or real(*a, **k))
     shared = av.prediction_change(tiny_model, tiny_tokenizer, encoding, mask, 3, view=view)
     pd.testing.assert_frame_equal(shared, alone, check_exact=True)  # the same numbers, to the last bit
     # No heads off: the view's pass is the only one. Heads off: it gives that column; "all heads" runs.
@@ -279,6 +280,6 @@ def test_the_view_and_its_figures_never_import_streamlit():
     import sys
     from pathlib import Path
 
-    code = ("import sys, bertviz_lab.views.attention, bertviz_lab.figures.attention; "
+    code = ("import sys, bertviz_lab.views.attention.explorer, bertviz_lab.figures.attention; "
             "sys.exit('streamlit' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1]).returncode == 0

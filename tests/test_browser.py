@@ -72,8 +72,8 @@ def test_a_deep_link_as_the_first_request_gets_the_apps_menu():
 
 def test_the_csv_button_downloads_the_matrix_on_show(server):
     """The CSV is made when the button is clicked (not on every redraw), and it is the model's matrix."""
-    from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
-    from bertviz_lab.ui.state import Attention
+    from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT, cached_checkpoint
+    from bertviz_lab.ui.shell.state import Attention
     from bertviz_lab.views import inputs
 
     ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")

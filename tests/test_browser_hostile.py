@@ -3,7 +3,7 @@ a Markdown link, a Markdown image, HTML or a bare address never draws a link or 
 never makes the browser fetch anything from elsewhere, on any page. Every message that quotes what a user typed or a
 link carried is plain text.
 
-Each page is opened with its every link parameter (ui/links.py's PAGES, plus the sidebar's `model`, `projector`
+Each page is opened with its every link parameter (ui/shell/links.py's PAGES, plus the sidebar's `model`, `projector`
 and a parameter the page does not know) holding the payloads, once per tab or step that draws its own inputs;
 parameters that take at most 100 characters get the payloads in two shorter strings of their own; then the main
 boxes are typed into. After each, no element of the page has an address off the server, and no request left it
@@ -20,7 +20,7 @@ from browser.harness import CHROMIUM, CHROMIUM_ARGS, open_page, streamlit_server
 
 from bertviz_lab.pretrain import process
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.ui.links import PAGES
+from bertviz_lab.ui.shell.links import PAGES
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                                      reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from browser.harness import CHROMIUM, CHROMIUM_ARGS, EXCEPTION, ROOT, open_page, streamlit_server, wait_idle
 
-from bertviz_lab.ui.share import QR_IN_POPOVER
+from bertviz_lab.ui.shell.share import QR_IN_POPOVER
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
@@ -142,7 +142,7 @@ def test_on_every_page_a_table_fits_its_box_or_shows_its_scrollbar(browser):
 
 WIDE = """import pandas as pd
 import streamlit as st
-from bertviz_lab.ui import projector
+from bertviz_lab.ui.shell import projector
 projector.apply()
 st.dataframe(pd.DataFrame({f"column {i}": ["a long cell of text"] * 3 for i in range(12)}), hide_index=True)
 """

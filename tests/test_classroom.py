@@ -1,4 +1,4 @@
-"""Classroom mode (bertviz_lab/classroom.py, ui/classroom.py): a visitor's folder box opens only checkpoints/
+"""Classroom mode (bertviz_lab/classroom.py, ui/shell/classroom.py): a visitor's folder box opens only checkpoints/
 and runs/ and never says which server paths exist; the owner keeps full control; the QR code shows only in
 classroom mode, with the address the route or the interfaces give; the server's config binds localhost, hides
 error details and caps uploads at the app's own cap."""
@@ -27,8 +27,8 @@ from bertviz_lab.corpus.user_text import MAX_TEXT_BYTES, read_text_file
 from bertviz_lab.errors import InputError, LabError
 from bertviz_lab import classroom
 from bertviz_lab.files import ROOT as LAB
-from bertviz_lab.ui import classroom as ui_classroom
-from bertviz_lab.ui import models
+from bertviz_lab.ui.shell import classroom as ui_classroom
+from bertviz_lab.ui.shell import models
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -344,7 +344,7 @@ def app_command(monkeypatch, capsys, *argv: str):
     if not ran:
         return status, None, None, capsys.readouterr()
     (command, env), = ran
-    assert command[:2] == [sys.executable, "-c"] and "from bertviz_lab.ui.serve import main" in command[2]
+    assert command[:2] == [sys.executable, "-c"] and "from bertviz_lab.ui.shell.serve import main" in command[2]
     return status, command[3:], env, capsys.readouterr()
 
 
@@ -374,15 +374,15 @@ def test_the_server_runs_this_copy_of_the_lab_whatever_the_working_folder_holds(
     from bertviz_lab import files
     from bertviz_lab.cli import app as cli_app
 
-    (tmp_path / "bertviz_lab" / "ui").mkdir(parents=True)
-    for init in ("bertviz_lab/__init__.py", "bertviz_lab/ui/__init__.py"):
+    (tmp_path / "bertviz_lab" / "ui" / "shell").mkdir(parents=True)
+    for init in ("bertviz_lab/__init__.py", "bertviz_lab/ui/__init__.py", "bertviz_lab/ui/shell/__init__.py"):
         (tmp_path / init).write_text("")
-    (tmp_path / "bertviz_lab" / "ui" / "serve.py").write_text("def main(argv):\n    print('impostor')\n")
+    (tmp_path / "bertviz_lab" / "ui" / "shell" / "serve.py").write_text("def main(argv):\n    print('impostor')\n")
     command, _ = cli_app.serve_command(SimpleNamespace(max_runs=None, classroom=False), [])
-    probe = command[2].replace("from bertviz_lab.ui.serve import main; main(sys.argv[1:])",
-                               "import bertviz_lab.ui.serve as s; print(s.__file__)")
+    probe = command[2].replace("from bertviz_lab.ui.shell.serve import main; main(sys.argv[1:])",
+                               "import bertviz_lab.ui.shell.serve as s; print(s.__file__)")
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == str(files.PACKAGE / "ui" / "serve.py"), done.stderr
+    assert done.stdout.strip() == str(files.PACKAGE / "ui" / "shell" / "serve.py"), done.stderr
 
 
 def test_only_the_app_command_takes_arguments_it_does_not_know(capsys):

@@ -18,8 +18,9 @@ from family_models import build
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.cli import build_parser, main
 from bertviz_lab.explain.report import METHODS
-from bertviz_lab.views import inputs, why
-from bertviz_lab.views.predict import predict_masks
+from bertviz_lab.views import inputs
+from bertviz_lab.views.why import explanation as vw
+from bertviz_lab.views.predict.guesses import predict_masks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "bertviz-mini"
@@ -50,7 +51,7 @@ def logits_at(ckpt, text: str) -> dict[str, float]:
 def test_json_is_the_views_report_and_explains_the_top_guess(shipped, capsys):
     got = report(capsys, TEXT)
     encoding = inputs.encode(shipped.tokenizer, shipped.model, TEXT)
-    expected = json.loads(json.dumps(why.json_report(why.why(shipped.model, shipped.tokenizer, encoding))))
+    expected = json.loads(json.dumps(vw.json_report(vw.why(shipped.model, shipped.tokenizer, encoding))))
     assert got.keys() == expected.keys() and got["tokens"] == encoding.tokens
     assert got["mask_position"] == encoding.tokens.index("[MASK]") == 6
     assert list(got["methods"]) == list(METHODS) and got["contrast"] is None

@@ -24,7 +24,7 @@ from bertviz_lab.finetune.tasks import PAIR, Example, Task
 from bertviz_lab.pretrain import runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
-from bertviz_lab.ui import models
+from bertviz_lab.ui.shell import models
 from bertviz_lab.views import inputs
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

@@ -20,7 +20,7 @@ from bertviz_lab.explain import checks, methods
 from bertviz_lab.explain.report import METHODS
 from bertviz_lab.explain.score import frozen
 from bertviz_lab.views import inputs
-from bertviz_lab.views.why import TITLES, deletion_for, target_id, why
+from bertviz_lab.views.why.explanation import TITLES, deletion_for, target_id, why
 
 TEXT = "the cat sat on the [MASK] , and the dog sat on the rug ."
 
@@ -357,7 +357,7 @@ def test_a_text_longer_than_the_explained_maximum_is_refused_with_its_length(tin
     the text is and what the limit is, before anything runs."""
     from bertviz_lab.bert.config import BertConfig
     from bertviz_lab.bert.model import BertForPreTraining
-    from bertviz_lab.views import why as vw
+    from bertviz_lab.views.why import explanation as vw
 
     torch.manual_seed(0)
     model = BertForPreTraining(BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,

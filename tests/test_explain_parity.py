@@ -15,7 +15,7 @@ from family_models import build
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.explain.report import METHODS
 from bertviz_lab.views import inputs
-from bertviz_lab.views.why import target_id, why
+from bertviz_lab.views.why.explanation import target_id, why
 
 TEXTS = {"bert": ("the cat sat on the [MASK] .", "he sat by the river bank ."),
          "roberta": ("the cat sat on the [MASK] by the river .", None)}

@@ -14,7 +14,7 @@ import torch
 
 from bertviz_lab.explain import checks, methods
 from bertviz_lab.views import inputs
-from bertviz_lab.views import why as vw
+from bertviz_lab.views.why import explanation as vw
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TEXT = "the cat sat on the [MASK] , and the dog sat on the rug ."

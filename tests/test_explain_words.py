@@ -14,7 +14,7 @@ import pytest
 from bertviz_lab.explain import checks, rank
 from bertviz_lab.explain.report import METHODS
 from bertviz_lab.views import inputs
-from bertviz_lab.views.why import TITLES, deletion_for, why
+from bertviz_lab.views.why.explanation import TITLES, deletion_for, why
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny models run on one torch thread
 
@@ -128,7 +128,7 @@ def test_the_attention_methods_never_read_f_and_the_page_says_so(tiny_model, tin
             np.testing.assert_array_equal(top[key], other[key], err_msg=key)
         else:
             assert not np.allclose(top[key], other[key]), key
-    from bertviz_lab.ui.why import lead
+    from bertviz_lab.ui.why.sections import lead
 
     kinds = [m.kind for m in METHODS.values()]
     assert lead().startswith(f"Which tokens made the model guess what it guessed? {kinds.count('score')} of these "

@@ -1,4 +1,4 @@
-"""Export (figures/export.py, ui/handout.py, the Export menu of ui/widgets.chart): every figure builder's
+"""Export (figures/export.py, ui/shell/handout.py, the Export menu of ui/widgets.chart): every figure builder's
 numbers read back against the data put in; PNG and SVG drawn by Chromium (skipped without one); the
 sentence a machine without a browser shows; the handout zip and its index.html; the buttons in AppTest."""
 
@@ -31,7 +31,7 @@ from bertviz_lab.figures import lesson as fle
 from bertviz_lab.figures import losses as fl
 from bertviz_lab.figures import predictions as fp
 from bertviz_lab.figures import representations as fr
-from bertviz_lab.figures import shapes as fs
+from bertviz_lab.figures import shapes as fsh
 from bertviz_lab.figures import syntax as fsy
 from bertviz_lab.figures import timelapse as ft
 from bertviz_lab.figures import timelapse_syntax as fts
@@ -39,9 +39,9 @@ from bertviz_lab.figures import training as ftr
 from bertviz_lab.figures import why as fy
 from bertviz_lab.figures import worked as fw
 from bertviz_lab.metrics import EVAL, TRAIN, Metrics
-from bertviz_lab.ui import handout
-from bertviz_lab.ui.models import DEFAULT_CHECKPOINT
-from bertviz_lab.ui.widgets import plain
+from bertviz_lab.ui.shell import handout
+from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT
+from bertviz_lab.ui.kit.widgets import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_BROWSER = export.browser_path() is not None
@@ -178,7 +178,7 @@ CASES = {
         {"word": ["bank", "bank"], "layer": [0, 1], "precision": [0.5, 0.75], "chance": [0.25, 0.25]}), 5, "p"),
         lambda t: column(t, "y", trace="bank") == [0.5, 0.75] and column(t, "y", trace="") == [0.25, 0.25]),
     "representations.position_heatmap": (lambda: fr.position_heatmap(W, "p"), lambda t: cell(t, 2, 1) == 0.25),
-    "shapes.padded_attention": (lambda: fs.padded_attention(W, TOKENS, 2, "p"), check_heatmap),
+    "shapes.padded_attention": (lambda: fsh.padded_attention(W, TOKENS, 2, "p"), check_heatmap),
     "syntax.accuracy_heatmap": (lambda: fsy.accuracy_heatmap(np.array([[0.5, 0.25], [1.0, 0.0]]), "a"),
                                 lambda t: cell(t, "head 1", "layer 0") == 0.25 and cell(t, "head 0", "layer 1") == 1.0
                                 and len(t) == 4),
@@ -411,7 +411,7 @@ def test_handout_caps_the_charts_and_says_how_many_were_left_out():
 # --- In the app: the Export menu and the handout button ----------------------------------------------
 APP = """
 import streamlit as st
-from bertviz_lab.ui.handout import handout_button
+from bertviz_lab.ui.shell.handout import handout_button
 page = st.navigation([st.Page({attention!r}, title="Attention"), st.Page({worked!r}, title="Worked examples")])
 try:
     page.run()

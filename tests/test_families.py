@@ -168,13 +168,13 @@ def test_the_cli_reads_every_family(tmp_path, capsys):
 def test_fine_tuning_starts_from_berts_only(tmp_path):
     """A run saves BERT checkpoints: starting one from another family is one sentence, before and at the start."""
     from bertviz_lab.errors import ConfigError
-    from bertviz_lab.finetune import runs
+    from bertviz_lab.finetune import runs as ft_runs
     from bertviz_lab.finetune.config import FinetuneConfig
     from bertviz_lab.finetune.loop import FineTuner
 
     build("roberta", tmp_path / "roberta")
     cfg = FinetuneConfig(task="coherence", checkpoint=str(tmp_path / "roberta"), seq_len=32, device="cpu", threads=1)
-    for start in (lambda: runs.check(cfg), lambda: FineTuner(cfg)):
+    for start in (lambda: ft_runs.check(cfg), lambda: FineTuner(cfg)):
         with pytest.raises(ConfigError, match="^fine-tuning starts from a BERT checkpoint; this is a roberta model"):
             start()
 

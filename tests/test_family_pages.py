@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import open_page
 from bertviz_lab.bert.checkpoint import load_checkpoint
-from bertviz_lab.views.representations import embedding_layer
+from bertviz_lab.views.representations.vectors import embedding_layer
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 REPRESENTATIONS_TABS = ["Same word, different contexts", "Nearest neighbours", "Logit lens", "Embedding geometry",

@@ -6,7 +6,8 @@ import pytest
 
 from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.errors import InputError
-from bertviz_lab.views import inputs, predict
+from bertviz_lab.views import inputs
+from bertviz_lab.views.predict import guesses as vpr
 
 
 def encode(model, tokenizer, a, b=None):
@@ -27,14 +28,14 @@ def test_mask_words_masks_every_piece_of_a_word_and_nothing_else(tiny_model, tin
 
 def test_iterative_fill_goes_left_to_right_and_starts_like_independent(tiny_model, tiny_tokenizer):
     enc = encode(tiny_model, tiny_tokenizer, "the [MASK] sat on the [MASK] [MASK]")
-    independent = predict.predict_masks(tiny_model, tiny_tokenizer, enc)
-    fill = predict.fill_iteratively(tiny_model, tiny_tokenizer, enc)
+    independent = vpr.predict_masks(tiny_model, tiny_tokenizer, enc)
+    fill = vpr.fill_iteratively(tiny_model, tiny_tokenizer, enc)
     assert [s.positions for s in fill.steps] == [[2], [6], [7]]
     assert fill.steps[0].prediction.masks == independent.masks
     # step 2 is a fresh prediction on the sentence with the first mask written in
     written = list(enc.ids)
     written[2] = independent.masks[0].candidates[0].id
-    again = predict.predict_masks(tiny_model, tiny_tokenizer, Encoding(
+    again = vpr.predict_masks(tiny_model, tiny_tokenizer, Encoding(
         **{**enc.__dict__, "ids": written, "tokens": fill.steps[0].tokens}))
     assert fill.steps[1].fills[0].candidates == again.masks[0].candidates
     assert "[MASK]" not in fill.filled and fill.at_once == 0
@@ -42,7 +43,7 @@ def test_iterative_fill_goes_left_to_right_and_starts_like_independent(tiny_mode
 
 def test_step_cap_fills_the_rest_at_once(tiny_model, tiny_tokenizer):
     enc = encode(tiny_model, tiny_tokenizer, "[MASK] [MASK] [MASK] [MASK] [MASK]")
-    fill = predict.fill_iteratively(tiny_model, tiny_tokenizer, enc, max_steps=2)
+    fill = vpr.fill_iteratively(tiny_model, tiny_tokenizer, enc, max_steps=2)
     assert len(fill.steps) == 2 and fill.at_once == 4 and "[MASK]" not in fill.filled
 
 
@@ -66,14 +67,14 @@ def test_sentence_glues_pieces_and_marks_fills():
 
 def test_explore_masks_reports_both_views_and_hidden_words(tiny_model, tiny_tokenizer):
     enc = encode(tiny_model, tiny_tokenizer, "the cat sat on the [MASK]")
-    report = predict.explore_masks(tiny_model, tiny_tokenizer, enc, [1])
+    report = vpr.explore_masks(tiny_model, tiny_tokenizer, enc, [1])
     assert [m.position for m in report.independent.masks] == [2, 6]
     assert report.hidden == {2: "cat"} and report.iterative is not None
     assert report.max_entropy == pytest.approx(math.log(tiny_tokenizer.vocab_size))
-    rows = predict.mask_rows(report)
+    rows = vpr.mask_rows(report)
     assert [r["hidden word"] for r in rows] == ["cat", ""] and all("left-to-right" in r for r in rows)
-    single = predict.explore_masks(tiny_model, tiny_tokenizer, enc)
+    single = vpr.explore_masks(tiny_model, tiny_tokenizer, enc)
     assert single.iterative is None
     assert inputs.sentence(single.encoding.tokens, single.encoding.sequence_ids) == "the cat sat on the [MASK]"
-    with pytest.raises(predict.NothingMasked):
-        predict.explore_masks(tiny_model, tiny_tokenizer, encode(tiny_model, tiny_tokenizer, "the cat"))
+    with pytest.raises(vpr.NothingMasked):
+        vpr.explore_masks(tiny_model, tiny_tokenizer, encode(tiny_model, tiny_tokenizer, "the cat"))

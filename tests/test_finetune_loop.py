@@ -14,7 +14,7 @@ from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import ConfigError
-from bertviz_lab.finetune import loop
+from bertviz_lab.finetune import loop as ft_loop
 from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import FineTuner, builtin_tokenizer, word_labels
@@ -141,7 +141,7 @@ def test_a_run_stopped_midway_resumes_to_the_same_weights_and_records(tmp_path):
         loads.append(path)
         return load_checkpoint(path)
 
-    with mock.patch.object(loop, "load_checkpoint", counting), mock.patch.object(checkpoints, "load_checkpoint",
+    with mock.patch.object(ft_loop, "load_checkpoint", counting), mock.patch.object(checkpoints, "load_checkpoint",
                                                                                  counting):
         second = FineTuner(cfg, run_dir=tmp_path / "split", resume=True)  # the task comes from task.json
     assert second.step == 3 and second.task == pair_task()

@@ -13,8 +13,8 @@ from bertviz_lab.bert.classifier import TOKEN, BertClassifier
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.tasks import PAIR, SEQUENCE, Example, Task
-from bertviz_lab.views import finetune as vf
-from bertviz_lab.views import finetune_dev as fd
+from bertviz_lab.views.finetune import classifier as vf
+from bertviz_lab.views.finetune import dev as fd
 
 
 def test_a_token_head_tags_the_text_and_not_robertas_frame_tokens(tmp_path):

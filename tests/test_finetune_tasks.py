@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from bertviz_lab.errors import InputError
-from bertviz_lab.finetune import data, tasks
+from bertviz_lab.finetune import data as ft_data, tasks
 from bertviz_lab.finetune.tasks import AGREEMENT, DETERMINERS
 
 
@@ -103,13 +103,13 @@ def rows(n, make):
 
 
 def test_three_layouts_and_a_split_column():
-    task = data.parse_csv(csv("text,label", *rows(30, lambda i: f"sentence {i},{'pos' if i % 2 else 'neg'}")),
+    task = ft_data.parse_csv(csv("text,label", *rows(30, lambda i: f"sentence {i},{'pos' if i % 2 else 'neg'}")),
                           "mine.csv")
     assert task.kind == tasks.SEQUENCE and set(task.labels) == {"pos", "neg"}
     assert (len(task.train), len(task.dev), len(task.test)) == (24, 3, 3) and task.source == "mine.csv"
-    pair = data.parse_csv(csv("label,text_b,text", *rows(20, lambda i: f"{'y' if i % 2 else 'n'},b {i},a {i}")))
+    pair = ft_data.parse_csv(csv("label,text_b,text", *rows(20, lambda i: f"{'y' if i % 2 else 'n'},b {i},a {i}")))
     assert pair.kind == tasks.PAIR and pair.train[0].text.startswith("a ") and pair.train[0].text_b.startswith("b ")
-    token = data.parse_csv(csv("tokens,tags,split", *rows(12, lambda i: f"anna saw rex {i},PER O ANIMAL O,"
+    token = ft_data.parse_csv(csv("tokens,tags,split", *rows(12, lambda i: f"anna saw rex {i},PER O ANIMAL O,"
                                                          + ("dev" if i < 3 else "train"))))
     assert token.kind == tasks.TOKEN and token.labels[0] == "O" and set(token.labels) == {"O", "PER", "ANIMAL"}
     assert len(token.dev) == 3 and len(token.train) == 9 and token.train[0].tags == ("PER", "O", "ANIMAL", "O")
@@ -132,7 +132,7 @@ def test_three_layouts_and_a_split_column():
 ])
 def test_a_bad_csv_is_one_clear_sentence(raw, message):
     with pytest.raises(InputError, match=re.escape(message)):
-        data.parse_csv(raw, "mine.csv")
+        ft_data.parse_csv(raw, "mine.csv")
 
 
 def test_a_huge_csv_is_refused_by_its_size(tmp_path):
@@ -141,18 +141,18 @@ def test_a_huge_csv_is_refused_by_its_size(tmp_path):
         f.write(b"text,label\n")
         f.truncate(100 << 20)  # 100 MB, sparse: the size alone refuses it
     with pytest.raises(InputError, match="is 104.9 MB; the limit is 20 MB"):
-        data.read_csv(path)
+        ft_data.read_csv(path)
     with pytest.raises(InputError, match="20 MB; the limit is 20 MB"):
-        data.parse_csv(b"x" * (data.MAX_CSV_BYTES + 1), "upload.csv")
+        ft_data.parse_csv(b"x" * (ft_data.MAX_CSV_BYTES + 1), "upload.csv")
 
 
 def test_a_saved_task_reads_back_the_same(tmp_path):
     for name in tasks.BUILTIN:
         task = tasks.builtin(name)
-        data.save_task(task, tmp_path / f"{name}.json")
-        assert data.load_task(tmp_path / f"{name}.json") == task
+        ft_data.save_task(task, tmp_path / f"{name}.json")
+        assert ft_data.load_task(tmp_path / f"{name}.json") == task
     (tmp_path / "bad.json").write_text('{"name": 1}')
     with pytest.raises(InputError, match="not a saved task"):
-        data.load_task(tmp_path / "bad.json")
+        ft_data.load_task(tmp_path / "bad.json")
     with pytest.raises(InputError, match="cannot be read"):
-        data.load_task(tmp_path / "missing.json")
+        ft_data.load_task(tmp_path / "missing.json")

@@ -1,4 +1,4 @@
-"""A new-run form described once (views/forms.py) and drawn from that description (ui/forms.py): a field added
+"""A new-run form described once (views/forms.py) and drawn from that description (ui/kit/forms.py): a field added
 to a copy of the Pretrain form gets a widget of its kind with its step, bounds, format and help, in the next
 cell of its grid, without a table elsewhere to keep in step; a description that lacks what its kind needs is
 refused when it is declared, not when the page draws."""
@@ -8,11 +8,11 @@ import dataclasses
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.ui import forms as ui_forms
-from bertviz_lab.ui.state import FormKeys
-from bertviz_lab.views import finetune as vf
+from bertviz_lab.ui.kit import forms as ui_forms
+from bertviz_lab.ui.shell.state import FormKeys
+from bertviz_lab.views.finetune import classifier as vf
 from bertviz_lab.views import forms
-from bertviz_lab.views import pretrain as vp
+from bertviz_lab.views.pretrain import live as vp
 
 SMOOTHING = forms.decimal("label_smoothing", "Label smoothing", "Share of the target spread over the vocabulary.", 0.1,
                           step=0.05, format="%.2f", low=0.0, high=0.5, grid=vp.ADVANCED)
@@ -23,11 +23,11 @@ WIDGETS = {forms.INT: "number_input", forms.SHAPE: "number_input", forms.FLOAT: 
 def draw_form(keys, options):
     import streamlit as st
 
-    from bertviz_lab.ui import forms
+    from bertviz_lab.ui.kit import forms as ui_forms
 
-    forms.restore(keys)
+    ui_forms.restore(keys)
     with st.form("test.form", border=False):
-        forms.draw(keys, options)
+        ui_forms.draw(keys, options)
         st.form_submit_button("Go")
 
 

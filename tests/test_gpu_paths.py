@@ -11,17 +11,17 @@ import torch
 from conftest import app_test
 
 from bertviz_lab import cli
-from bertviz_lab.bert import device as dev
+from bertviz_lab.bert import device as devices
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.precision import autocast_dtype, loss_scaler
 from bertviz_lab.bert.rng import global_rng
 from bertviz_lab.errors import CheckpointError, ConfigError, DeviceError, GpuMemoryError
-from bertviz_lab.finetune import runs as finetune_runs
+from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.pretrain import checkpoints, distributed, resources
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
-from bertviz_lab.ui.state import SHIPPED
+from bertviz_lab.ui.shell.state import SHIPPED
 
 GB = 1_000_000_000
 MINI = SHIPPED / "bertviz-mini"
@@ -141,7 +141,7 @@ def test_running_out_of_gpu_memory_during_the_move_is_one_sentence_and_frees_the
     monkeypatch.setattr(model, "to", to)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: moved.append("emptied"))
     with pytest.raises(GpuMemoryError, match="run it on the CPU"):
-        dev.to_device(model, "cuda")
+        devices.to_device(model, "cuda")
     assert moved == ["cuda", "cpu", "emptied"]  # the partial copy back on the host, the GPU's cache released
 
 
@@ -152,7 +152,7 @@ def test_the_cli_says_so_instead_of_a_traceback(gpus, capsys):
 
 
 def test_the_app_keeps_two_models_on_a_gpu_and_lets_them_go_when_the_next_does_not_fit(monkeypatch):
-    from bertviz_lab.ui import models
+    from bertviz_lab.ui.shell import models
 
     models.forget_models()
     loads, released = [], []
@@ -187,7 +187,7 @@ def test_the_app_keeps_two_models_on_a_gpu_and_lets_them_go_when_the_next_does_n
 
 def test_a_page_that_runs_out_of_gpu_memory_says_what_to_do(monkeypatch):
     """An out-of-memory error in the middle of a page's pass ends the page with a sentence, not a traceback."""
-    from bertviz_lab.ui import models
+    from bertviz_lab.ui.shell import models
 
     def out_of_memory(*args):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
@@ -285,8 +285,8 @@ def test_a_finetuning_run_is_checked_against_the_gpu_too(gpus, monkeypatch):
     gpus(1, free=10_000_000)
     cfg = FinetuneConfig(task="coherence", scratch="mini", device="cuda", batch_size=256, seq_len=128)
     with pytest.raises(ConfigError, match="of GPU memory"):
-        finetune_runs.check(cfg)
-    finetune_runs.check(FinetuneConfig(task="coherence", scratch="mini", device="cpu", batch_size=256, seq_len=128))
+        ft_runs.check(cfg)
+    ft_runs.check(FinetuneConfig(task="coherence", scratch="mini", device="cpu", batch_size=256, seq_len=128))
 
 
 def test_runs_the_app_starts_go_to_the_gpu_with_the_most_free_memory(gpus, monkeypatch, tmp_path):
@@ -294,7 +294,7 @@ def test_runs_the_app_starts_go_to_the_gpu_with_the_most_free_memory(gpus, monke
     its settings (a resume chooses again); the form checks the run against that GPU, not cuda:0."""
     from bertviz_lab import files
     from bertviz_lab.pretrain import runs
-    from bertviz_lab.views.pretrain import form_config
+    from bertviz_lab.views.pretrain.live import form_config
 
     monkeypatch.setattr(files, "free_memory_bytes", lambda: 2 * GB)
     gpus(3, free=[2 * GB, 60 * GB, 30 * GB])
@@ -330,11 +330,11 @@ def test_under_torchrun_each_rank_checks_its_own_gpu(gpus, monkeypatch):
 # --- 6. a GPU number the machine does not have -------------------------------------------------------------
 def test_a_gpu_number_past_this_machines_is_refused_with_the_ones_it_has(gpus, capsys):
     gpus(1)
-    assert dev.resolve_device("cuda:0") == torch.device("cuda", 0)
+    assert devices.resolve_device("cuda:0") == torch.device("cuda", 0)
     with pytest.raises(DeviceError, match=r"cuda:7 is not on this machine: it has 1 CUDA GPU \(cuda:0\)"):
-        dev.resolve_device("cuda:7")
+        devices.resolve_device("cuda:7")
     with pytest.raises(DeviceError, match="write cuda or cuda:N"):
-        dev.resolve_device("cuda:x")
+        devices.resolve_device("cuda:x")
     assert cli.main(["classify", "--checkpoint", str(MINI), "--device", "cuda:7", "a sentence"]) == 2
     assert "cuda:7 is not on this machine" in capsys.readouterr().err
     gpus(4)

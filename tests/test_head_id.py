@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bertviz_lab.head_id import HeadId
-from bertviz_lab.views import attention as av
+from bertviz_lab.views.attention import explorer as av
 
 
 def test_every_head_of_a_model_round_trips_through_its_name():

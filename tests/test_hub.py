@@ -28,7 +28,7 @@ from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.cli import main
 from bertviz_lab.errors import CheckpointError
 from bertviz_lab import classroom
-from bertviz_lab.ui import models
+from bertviz_lab.ui.shell import models
 
 REPO = "lab-tests/bert-tiny"
 CFG = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,

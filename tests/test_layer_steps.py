@@ -1,4 +1,4 @@
-"""The rest of an encoder layer for one token (views/layer.py), recomputed in float64, lands on the
+"""The rest of an encoder layer for one token (views/attention/layer.py), recomputed in float64, lands on the
 model's own hidden state: with every head on, with heads switched off, and with another activation."""
 
 from dataclasses import replace
@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.views import attention as av
+from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
-from bertviz_lab.views import layer as lv
+from bertviz_lab.views.attention import layer as lv
 
 SENTENCE = "the animal did not cross the street because it was tired ."
 STEPS = ["input x", "heads concatenated", "output projection", "add x (residual)", "LayerNorm → a", "FFN: widen",

@@ -13,8 +13,8 @@ from bertviz_lab.bert import losses, masking
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.losses import masking_frequency_chart, neg_log_p_bars, topk_grid
-from bertviz_lab.views import losses as lesson
-from bertviz_lab.views import masking_stats
+from bertviz_lab.views.losses import walkthrough
+from bertviz_lab.views.losses import masking_stats
 
 A, B = "the cat sat on the mat .", "it was tired ."
 LONG = "the cat sat on the mat and the dog went to the bank because it was tired and did not cross the street ."
@@ -26,7 +26,7 @@ def pair(tiny_tokenizer):
 
 
 def walk(model, tokenizer, encoding, seed=0, **rates):
-    return lesson.walkthrough(model, tokenizer, encoding, seed=seed, **rates)
+    return walkthrough.walkthrough(model, tokenizer, encoding, seed=seed, **rates)
 
 
 def fingerprint(w):
@@ -56,7 +56,7 @@ def test_picked_positions_actions_and_corruption_are_consistent(tiny_model, tiny
             assert p.fed == p.original
     untouched = set(range(len(w.tokens))) - set(w.positions)
     assert all(w.corrupted_tokens[t] == w.tokens[t] and w.labels[t] == -100 for t in untouched)
-    assert lesson.token_table(w)["picked"].sum() == len(w.picked) == len(lesson.prediction_table(w))
+    assert walkthrough.token_table(w)["picked"].sum() == len(w.picked) == len(walkthrough.prediction_table(w))
 
 
 def test_mlm_loss_mean_and_sum_equal_cross_entropy_at_the_masked_positions(tiny_model, tiny_tokenizer, pair):
@@ -90,7 +90,7 @@ def test_one_optimizer_step_lowers_the_loss_and_leaves_the_model_alone(tiny_mode
                                                                        optimizer, lr):
     w = walk(tiny_model, tiny_tokenizer, pair, seed=4)
     original = {k: v.clone() for k, v in tiny_model.state_dict().items()}
-    step = lesson.optimizer_step(tiny_model, tiny_tokenizer, w, lr=lr, optimizer=optimizer)
+    step = walkthrough.optimizer_step(tiny_model, tiny_tokenizer, w, lr=lr, optimizer=optimizer)
     assert step.before["total"] == pytest.approx(w.total, abs=1e-4)
     assert step.before["L_MLM"] == pytest.approx(w.mlm.loss_mean, abs=1e-4)
     assert step.after["total"] < step.before["total"]
@@ -102,9 +102,9 @@ def test_one_optimizer_step_lowers_the_loss_and_leaves_the_model_alone(tiny_mode
 def test_optimizer_step_rejects_bad_settings(tiny_model, tiny_tokenizer, pair):
     w = walk(tiny_model, tiny_tokenizer, pair)
     with pytest.raises(InputError, match="optimizer"):
-        lesson.optimizer_step(tiny_model, tiny_tokenizer, w, optimizer="Lion")
+        walkthrough.optimizer_step(tiny_model, tiny_tokenizer, w, optimizer="Lion")
     with pytest.raises(InputError, match="lr"):
-        lesson.optimizer_step(tiny_model, tiny_tokenizer, w, lr=0.0)
+        walkthrough.optimizer_step(tiny_model, tiny_tokenizer, w, lr=0.0)
 
 
 def test_masking_frequencies_match_15_80_10_10(tiny_tokenizer):
@@ -174,11 +174,11 @@ def test_invalid_rates_raise_naming_the_field(tiny_model, tiny_tokenizer, pair, 
 
 
 def test_the_split_must_add_up_to_one():
-    lesson.check_split(0.8, 0.1, 0.1)
+    walkthrough.check_split(0.8, 0.1, 0.1)
     with pytest.raises(InputError, match="keep_prob"):
-        lesson.check_split(0.8, 0.1, 0.2)
+        walkthrough.check_split(0.8, 0.1, 0.2)
     with pytest.raises(InputError, match="keep_prob must be between 0 and 1"):
-        lesson.check_split(0.8, 0.3, -0.1)
+        walkthrough.check_split(0.8, 0.3, -0.1)
 
 
 def test_a_model_without_nsp_head_gives_none_with_a_reason(tiny_config, tiny_tokenizer, pair):
@@ -186,8 +186,8 @@ def test_a_model_without_nsp_head_gives_none_with_a_reason(tiny_config, tiny_tok
     w = walk(model, tiny_tokenizer, pair)
     assert w.nsp_true is None and w.nsp_random is None and "no NSP head" in w.nsp_reason
     assert w.total == w.mlm.loss_mean
-    assert "Next sentence prediction (NSP)" not in lesson.step_titles(w) and len(lesson.step_titles(w)) == 7
-    assert lesson.optimizer_step(model, tiny_tokenizer, w, lr=1e-3).before.keys() == {"L_MLM", "total"}
+    assert "Next sentence prediction (NSP)" not in walkthrough.step_titles(w) and len(walkthrough.step_titles(w)) == 7
+    assert walkthrough.optimizer_step(model, tiny_tokenizer, w, lr=1e-3).before.keys() == {"L_MLM", "total"}
 
 
 def test_a_model_without_mlm_head_is_refused(tiny_config, tiny_tokenizer, pair):
@@ -199,9 +199,9 @@ def test_a_model_without_mlm_head_is_refused(tiny_config, tiny_tokenizer, pair):
 def test_one_sentence_has_no_true_pair_but_still_a_random_one(tiny_model, tiny_tokenizer):
     w = walk(tiny_model, tiny_tokenizer, tiny_tokenizer.encode("a"), seed=5)
     assert w.positions == [1]  # one eligible token: always picked, so there is something to predict
-    assert w.nsp_true is None and w.nsp_reason == lesson.NO_B_REASON
+    assert w.nsp_true is None and w.nsp_reason == walkthrough.NO_B_REASON
     assert w.nsp_random.label == losses.NOT_NEXT and w.total == w.mlm.loss_mean
-    assert len(lesson.step_titles(w)) == 8
+    assert len(walkthrough.step_titles(w)) == 8
 
 
 def test_only_special_tokens_are_refused_and_a_typed_cls_in_a_is_kept(tiny_model, tiny_tokenizer):
@@ -235,7 +235,7 @@ def test_the_walkthrough_records_where_random_tokens_come_from(tiny_model, tiny_
 
 def test_figures_show_the_numbers(tiny_model, tiny_tokenizer, pair):
     w = walk(tiny_model, tiny_tokenizer, pair, seed=0, mask_rate=0.5)
-    panels = lesson.topk_panels(w)
+    panels = walkthrough.topk_panels(w)
     fig = topk_grid(panels)
     assert len(fig.data) == len(panels)
     for bar, m in zip(fig.data, w.mlm.predictions):

@@ -1,4 +1,4 @@
-"""The lesson's embedding step (views/lesson_vectors.py) on a tiny model and on the shipped one: a word is asked
+"""The lesson's embedding step (views/lesson/vector_steps.py) on a tiny model and on the shipped one: a word is asked
 about only beside OPTIONS words of its kind, and the answer is the option whose embedding row has the highest
 cosine with the word's row, computed here with numpy from the model's embedding matrix."""
 
@@ -16,8 +16,8 @@ from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.corpus import lexicon
 from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs
-from bertviz_lab.views import lesson as vl
-from bertviz_lab.views import lesson_vectors as vlv
+from bertviz_lab.views.lesson import questions as vl
+from bertviz_lab.views.lesson import vector_steps as vlv
 
 CAT = "the cat sat on the [MASK] ."
 ROOT = Path(__file__).resolve().parents[1]

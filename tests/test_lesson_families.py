@@ -1,7 +1,7 @@
 """The Lesson's sentences on every family's random checkpoint (tests/family_models.py): the framing step 1 shows
 is the tokenizer's own, the previous-token step names a head only where one clearly does it, the contextual step
 says what layer 0 can tell, the embedding step finds its options among the tokenizer's own entries, the step on the
-word that mattered most reads occlusion and attention as views/why.py does and writes the family's mask token, and
+word that mattered most reads occlusion and attention as views/why/explanation.py does and writes the family's mask token, and
 step 8 writes sentence B as the model reads it."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from test_page_lesson import PAGE, SENSES
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import InputError
-from bertviz_lab.views import attention as av
+from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
-from bertviz_lab.views import lesson as vl
-from bertviz_lab.views import lesson_heads as vlh
-from bertviz_lab.views import lesson_vectors as vlv
-from bertviz_lab.views import lesson_why as vlw
-from bertviz_lab.views import why
+from bertviz_lab.views.lesson import questions as vl
+from bertviz_lab.views.lesson import head_steps as vlh
+from bertviz_lab.views.lesson import vector_steps as vlv
+from bertviz_lab.views.lesson import why_step as vlw
+from bertviz_lab.views.why import explanation as vw
 
 MEMBERS = ["bert", "distilbert", "roberta", "xlm-roberta", "electra-generator", "albert"]
 BERT_FRAME, ROBERTA_FRAME = "`[CLS]` A `[SEP]` B `[SEP]`", "`<s>` A `</s>` `</s>` B `</s>`"
@@ -117,11 +117,11 @@ def test_the_word_that_mattered_most_is_occlusions_and_the_step_writes_the_famil
     tokenizer = ckpt.tokenizer
     encoding = inputs.encode(tokenizer, ckpt.model, f"the cat sat on the {tokenizer.mask_token} .")
     quiz, found = vlw.word_that_mattered(ckpt.model, tokenizer, encoding)
-    result = why.why(ckpt.model, tokenizer, encoding)
+    result = vw.why(ckpt.model, tokenizer, encoding)
     values, movable = result.explanation.values, result.explanation.movable
     labels = vl.token_options([vlv.shown(t) for t in encoding.tokens])
     assert list(quiz.question.options) == [labels[i] for i in movable] == found.labels
-    occluded, attended = (labels[why.strongest(values[k], movable)] for k in ("occlusion", "attention"))
+    occluded, attended = (labels[vw.strongest(values[k], movable)] for k in ("occlusion", "attention"))
     assert (quiz.answer, found.attended) == (occluded, attended)
     assert ("attention and occlusion agree" in quiz.why) == (occluded == attended)
     assert tokenizer.mask_token in quiz.question.prompt and f"“{vlv.shown(result.target)}”" in quiz.question.prompt

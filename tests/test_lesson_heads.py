@@ -1,4 +1,4 @@
-"""views/lesson_heads.py on a tiny model: the previous-token head and the strongest key against the attention
+"""views/lesson/head_steps.py on a tiny model: the previous-token head and the strongest key against the attention
 weights read here, near ties between heads, and the pronoun head chosen without the example and scored on
 sentences held out from the choice."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from bertviz_lab.pretrain import head_roles
-from bertviz_lab.views import attention as av
+from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
-from bertviz_lab.views import lesson as vl
-from bertviz_lab.views import lesson_heads as vlh
+from bertviz_lab.views.lesson import questions as vl
+from bertviz_lab.views.lesson import head_steps as vlh
 
 
 def encoded(model, tokenizer, text: str):

@@ -10,9 +10,9 @@ from test_page_lesson import SHIPPED, go, intro, options, page
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.corpus import lexicon
-from bertviz_lab.ui.state import Lesson as K
-from bertviz_lab.views import lesson as vl
-from bertviz_lab.views import lesson_vectors as vlv
+from bertviz_lab.ui.shell.state import Lesson as K
+from bertviz_lab.views.lesson import questions as vl
+from bertviz_lab.views.lesson import vector_steps as vlv
 
 LOSS_BAND = r"(below [\d.]+: p above [\d.]+|[\d.]+ to [\d.]+: p from [\d.]+ to [\d.]+|above [\d.]+: p below [\d.]+)"
 

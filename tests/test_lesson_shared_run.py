@@ -1,4 +1,4 @@
-"""Work computed once for the whole class (ui/once.py): the slot itself, with threads, and the Lesson's training
+"""Work computed once for the whole class (ui/shell/once.py): the slot itself, with threads, and the Lesson's training
 step, with AppTest sessions: one run for every session that presses Reveal, followed live by a session that comes
 while it trains, kept going when the session that started it leaves, and a failure told as a sentence.
 
@@ -20,9 +20,9 @@ from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.errors import InputError
-from bertviz_lab.ui import lesson as ui
-from bertviz_lab.ui import once
-from bertviz_lab.views import lesson_runs as runs
+from bertviz_lab.ui.lesson import stepper as ui_lesson
+from bertviz_lab.ui.shell import once
+from bertviz_lab.views.lesson import runs as lesson_runs
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "lesson.py")
 STEP = 9  # the short training run
@@ -178,11 +178,11 @@ def tiny(monkeypatch):
     there once if `fail` is set. Every redraw of a follower is noted in `frames`; a session that redraws while
     `leave` is set and the run is held leaves (st.stop: its script stops, as when its user navigates away); the
     redraw that makes the frames `open_at` long opens the gate."""
-    monkeypatch.setattr(runs, "TINY", dataclasses.replace(runs.TINY, steps=6, eval_every=3))
+    monkeypatch.setattr(lesson_runs, "TINY", dataclasses.replace(lesson_runs.TINY, steps=6, eval_every=3))
     spy = SimpleNamespace(calls=[], gate=threading.Event(), held=threading.Event(), fail=False, frames=[],
                           leave=False, open_at=None)
     spy.gate.set()
-    real, draw = runs.train_tiny, ui._training_frame
+    real, draw = lesson_runs.train_tiny, ui_lesson._training_frame
 
     def train_tiny(seed: int = 0, report=lambda record: None):
         spy.calls.append(seed)
@@ -209,19 +209,19 @@ def tiny(monkeypatch):
             spy.gate.set()
         draw(news, n)
 
-    monkeypatch.setattr(runs, "train_tiny", train_tiny)
-    monkeypatch.setattr(ui, "_training_frame", frame)
-    ui.RUNS.clear()
+    monkeypatch.setattr(lesson_runs, "train_tiny", train_tiny)
+    monkeypatch.setattr(ui_lesson, "_training_frame", frame)
+    ui_lesson.RUNS.clear()
     yield spy
     spy.gate.set()
-    ui.RUNS.clear()
+    ui_lesson.RUNS.clear()
 
 
 def session() -> AppTest:
     """A Lesson session on the training step with a guess picked: Reveal is one click away."""
     at = app_test(PAGE, WAIT_S).run()
     at.selectbox(key="lesson.step").set_value(STEP).run()
-    question, _ = runs.start_question(runs.tiny_vocab_size())
+    question, _ = lesson_runs.start_question(lesson_runs.tiny_vocab_size())
     at.pills(key=f"lesson.guess.{STEP}").set_value(question.options[0]).run()
     assert not at.exception, at.exception
     return at
@@ -244,7 +244,7 @@ def leave_mid_run(tiny, at: AppTest) -> None:
 
 
 def test_two_sessions_that_press_reveal_share_one_run(tiny, monkeypatch):
-    computed, frequency = [], runs._frequency_loss
+    computed, frequency = [], lesson_runs._frequency_loss
     frequency.cache_clear()
 
     def counted():
@@ -254,7 +254,7 @@ def test_two_sessions_that_press_reveal_share_one_run(tiny, monkeypatch):
             computed.append(threading.current_thread().name)
         return got
 
-    monkeypatch.setattr(runs, "_frequency_loss", counted)
+    monkeypatch.setattr(lesson_runs, "_frequency_loss", counted)
     first, second = session(), session()
     run = revealed(first.button(key=REVEAL).click().run())
     drawn = len(tiny.frames)

@@ -1,6 +1,6 @@
-"""views/lesson.py, lesson_vectors.py and lesson_runs.py on tiny models: each question's answer against the model's
+"""views/lesson/questions.py, lesson_vectors.py and lesson_runs.py on tiny models: each question's answer against the model's
 own numbers, computed here another way, the options it is asked with, the near ties it accepts and the questions
-it does not score (the head steps, views/lesson_heads.py, in tests/test_lesson_heads.py; the embedding step in
+it does not score (the head steps, views/lesson/head_steps.py, in tests/test_lesson_heads.py; the embedding step in
 tests/test_lesson_embeddings.py; the probe's logistic regression, finetune/linear_probe.py, in
 tests/test_linear_probe.py)."""
 
@@ -23,12 +23,13 @@ from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import InputError
 from bertviz_lab.metrics import EVAL, Metrics
 from bertviz_lab.pretrain.loop import EVAL_STREAM, Trainer
-from bertviz_lab.views import inputs, predict
-from bertviz_lab.views import lesson as vl
-from bertviz_lab.views import lesson_runs as runs
-from bertviz_lab.views import lesson_vectors as vlv
-from bertviz_lab.views import losses as lv
-from bertviz_lab.views import representations as rv
+from bertviz_lab.views import inputs
+from bertviz_lab.views.predict import guesses as vpr
+from bertviz_lab.views.lesson import questions as vl
+from bertviz_lab.views.lesson import runs as lesson_runs
+from bertviz_lab.views.lesson import vector_steps as vlv
+from bertviz_lab.views.losses import walkthrough
+from bertviz_lab.views.representations import vectors as rv
 
 CAT = "the cat sat on the [MASK] ."
 
@@ -82,7 +83,7 @@ def test_the_mask_guess_is_the_top_logit_and_its_options_hold_a_decoy(tiny_model
     top4 = {tiny_tokenizer.id_to_token(int(i)) for i in logits.topk(4).indices}
     assert top4 < set(quiz.question.options) and len(set(quiz.question.options)) == 5
     assert mask.candidates[0].prob == pytest.approx(float(logits.softmax(-1).max()), rel=1e-5)
-    with pytest.raises(predict.NothingMasked):
+    with pytest.raises(vpr.NothingMasked):
         vl.mask_guess(tiny_model, tiny_tokenizer, encoded(tiny_model, tiny_tokenizer, "the cat sat ."))
 
 
@@ -123,11 +124,11 @@ def test_next_sentence_compares_p_is_next_of_the_true_and_a_random_b(tiny_model,
 
 
 def test_the_random_sentence_b_is_never_the_typed_one_however_it_is_spaced(tiny_model, tiny_tokenizer):
-    drawn = lv.random_sentence(vl.SEED)  # the seed's own draw, as the corpus writes it ("... the cave.")
+    drawn = walkthrough.random_sentence(vl.SEED)  # the seed's own draw, as the corpus writes it ("... the cave.")
     for typed in (drawn, drawn.capitalize(), drawn.replace(".", " .")):  # written alike, all three
         quiz, table = vl.next_sentence(tiny_model, tiny_tokenizer, "the cat sat .", typed)
         assert table["sentence B"].tolist() == [vl.spaced(drawn, tiny_tokenizer),  # the next seed's draw instead
-                                                vl.spaced(lv.random_sentence(vl.SEED + 1), tiny_tokenizer)]
+                                                vl.spaced(walkthrough.random_sentence(vl.SEED + 1), tiny_tokenizer)]
         assert len(set(quiz.question.options)) == 2
 
 
@@ -237,30 +238,30 @@ def held(step: int, loss: float) -> Metrics:
 
 
 def test_the_start_loss_options_are_of_one_form_and_give_nothing_away():
-    question, levels = runs.start_question(2171)
+    question, levels = lesson_runs.start_question(2171)
     assert question.options == ("about 11.5", "about 7.7", "about 3.5", "about 0.8")  # ln 2,171 = 7.68
     assert levels["about 7.7"] == pytest.approx(math.log(2171)) and "2,171" in question.prompt
     assert all(re.fullmatch(r"about \d+\.\d", option) for option in question.options)  # one decimal, every one
     assert not any("ln" in option or "V" in option for option in question.options)
-    assert runs.start_loss(2171, [held(0, 7.9), held(60, 6.0)]).answer == "about 7.7"
-    assert runs.start_loss(2171, [held(0, 1.2)]).answer == "about 0.8"
-    assert runs.start_loss(2171, [held(0, 12.0)]).answer == "about 11.5"
-    small, _ = runs.start_question(20)  # ln 20 = 3.0: its options scale with it
+    assert lesson_runs.start_loss(2171, [held(0, 7.9), held(60, 6.0)]).answer == "about 7.7"
+    assert lesson_runs.start_loss(2171, [held(0, 1.2)]).answer == "about 0.8"
+    assert lesson_runs.start_loss(2171, [held(0, 12.0)]).answer == "about 11.5"
+    small, _ = lesson_runs.start_question(20)  # ln 20 = 3.0: its options scale with it
     assert small.options == ("about 4.5", "about 3.0", "about 1.3", "about 0.3")
 
 
 def test_the_run_is_set_against_a_guess_by_the_corpuss_token_frequencies(monkeypatch):
-    frequency, counted = runs.frequency_loss()
-    assert 4.0 < frequency < math.log(runs.tiny_vocab_size()) - 1 and counted > 30_000
-    assert runs._frequency_loss.__wrapped__() == (frequency, counted)  # computed again: the same, to the bit
-    monkeypatch.setattr(runs, "frequency_loss", lambda: (5.5, 40_000))
+    frequency, counted = lesson_runs.frequency_loss()
+    assert 4.0 < frequency < math.log(lesson_runs.tiny_vocab_size()) - 1 and counted > 30_000
+    assert lesson_runs._frequency_loss.__wrapped__() == (frequency, counted)  # computed again: the same, to the bit
+    monkeypatch.setattr(lesson_runs, "frequency_loss", lambda: (5.5, 40_000))
     chance = math.log(2171)
-    note = runs.frequency_note([held(0, 7.7), held(60, 6.0)], 2171)
+    note = lesson_runs.frequency_note([held(0, 7.7), held(60, 6.0)], 2171)
     assert f"ln V = {chance:.2f}" in note and "scores 5.50" in note and "40,000 tokens" in note
     assert f"{(chance - 6.0) / (chance - 5.5):.0%} of the way from the uniform guess to the frequency guess" in note
-    below = runs.frequency_note([held(0, 7.7), held(60, 5.2)], 2171)
+    below = lesson_runs.frequency_note([held(0, 7.7), held(60, 5.2)], 2171)
     assert "below the frequency guess" in below and "of the way" not in below
-    worse = runs.frequency_note([held(0, 7.7), held(60, 7.9)], 2171)
+    worse = lesson_runs.frequency_note([held(0, 7.7), held(60, 7.9)], 2171)
     assert "no better than the uniform guess yet" in worse
 
 
@@ -268,35 +269,35 @@ def test_the_frequency_guess_scores_the_held_out_masks_of_any_seed():
     """Its number, computed here another way: the counts from the generator, the masks from another seed's run."""
     threads = torch.get_num_threads()
     with torch.random.fork_rng(devices=[]):
-        trainer = Trainer(runs.tiny_config(7))
+        trainer = Trainer(lesson_runs.tiny_config(7))
     torch.set_num_threads(threads)
     tok = trainer.tokenizer
-    counts = Counter(i for story in trainer.corpus.train.sample(runs.FREQUENCY_STORIES, key=0)  # seed 7's stream
+    counts = Counter(i for story in trainer.corpus.train.sample(lesson_runs.FREQUENCY_STORIES, key=0)  # seed 7's stream
                      for sentence in story for i in tok.encode(sentence).ids if i not in tok.special_ids)
     total = sum(counts.values()) + tok.vocab_size - len(tok.special_ids)
     targets = torch.cat([trainer.batch(i, stream=EVAL_STREAM).labels.flatten() for i in range(2)])
     nll = [-math.log((counts[int(t)] + 1) / total) for t in targets if t >= 0]
-    assert runs.frequency_loss()[0] == pytest.approx(sum(nll) / len(nll), abs=0.05)  # seed 0's counts: close
+    assert lesson_runs.frequency_loss()[0] == pytest.approx(sum(nll) / len(nll), abs=0.05)  # seed 0's counts: close
 
 
 def test_a_tiny_training_run_leaves_threads_and_random_numbers_as_they_were(monkeypatch):
-    monkeypatch.setattr(runs, "TINY", dataclasses.replace(runs.TINY, steps=4, eval_every=2))
+    monkeypatch.setattr(lesson_runs, "TINY", dataclasses.replace(lesson_runs.TINY, steps=4, eval_every=2))
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
     reported = []
-    records = runs.train_tiny(seed=3, report=reported.append)
+    records = lesson_runs.train_tiny(seed=3, report=reported.append)
     assert reported == records  # each one handed on as it came
     assert [r["step"] for r in records if r["kind"] == "eval"] == [0, 2, 4] and records[-1]["kind"] == "end"
     held_out = [r for r in records if r["kind"] == "eval"]
-    assert held_out[0]["loss"] == pytest.approx(math.log(runs.tiny_vocab_size()), rel=0.1)
+    assert held_out[0]["loss"] == pytest.approx(math.log(lesson_runs.tiny_vocab_size()), rel=0.1)
     assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), rng)
 
 
 def test_a_tiny_run_in_another_thread_waits_for_the_global_generator_and_is_a_pure_function_of_its_seed(monkeypatch):
-    monkeypatch.setattr(runs, "TINY", dataclasses.replace(runs.TINY, steps=2, eval_every=2))
-    alone = [r["loss"] for r in runs.train_tiny(seed=5) if r["kind"] == "eval"]
+    monkeypatch.setattr(lesson_runs, "TINY", dataclasses.replace(lesson_runs.TINY, steps=2, eval_every=2))
+    alone = [r["loss"] for r in lesson_runs.train_tiny(seed=5) if r["kind"] == "eval"]
     reported, done = [], []
     with global_rng(seed=99):  # another thread seeds torch's generator and draws from it meanwhile
-        worker = threading.Thread(target=lambda: done.append(runs.train_tiny(seed=5, report=reported.append)))
+        worker = threading.Thread(target=lambda: done.append(lesson_runs.train_tiny(seed=5, report=reported.append)))
         worker.start()
         torch.randn(1000)
         worker.join(0.3)
@@ -306,33 +307,33 @@ def test_a_tiny_run_in_another_thread_waits_for_the_global_generator_and_is_a_pu
 
 
 def test_probes_compare_the_model_with_random_weights_of_its_shape(tiny_model, tiny_tokenizer, monkeypatch):
-    monkeypatch.setattr(runs, "PROBE_TRAIN", 60)
-    monkeypatch.setattr(runs, "PROBE_DEV", 40)
+    monkeypatch.setattr(lesson_runs, "PROBE_TRAIN", 60)
+    monkeypatch.setattr(lesson_runs, "PROBE_DEV", 40)
     shares = []
-    result = runs.compare_probes(tiny_model, tiny_tokenizer, "acceptability", lambda s, text: shares.append(s))
-    assert list(result.accuracy) == [runs.PRETRAINED, runs.RANDOM] and result.examples == (60, 40)
+    result = lesson_runs.compare_probes(tiny_model, tiny_tokenizer, "acceptability", lambda s, text: shares.append(s))
+    assert list(result.accuracy) == [lesson_runs.PRETRAINED, lesson_runs.RANDOM] and result.examples == (60, 40)
     assert all(0 <= a <= 1 for a in result.accuracy.values()) and 0.5 <= result.majority <= 1
     assert shares == [0.0, 0.5, 1.0]
-    quiz = runs.probe_quiz(dataclasses.replace(result, accuracy={runs.PRETRAINED: 0.9, runs.RANDOM: 0.6}))
-    assert quiz.answer == runs.PRETRAINED and "90.0%" in quiz.why  # 30 points; two standard errors on 40: 18
-    tie = runs.probe_quiz(dataclasses.replace(result, accuracy={runs.PRETRAINED: 0.6, runs.RANDOM: 0.61}))
+    quiz = lesson_runs.probe_quiz(dataclasses.replace(result, accuracy={lesson_runs.PRETRAINED: 0.9, lesson_runs.RANDOM: 0.6}))
+    assert quiz.answer == lesson_runs.PRETRAINED and "90.0%" in quiz.why  # 30 points; two standard errors on 40: 18
+    tie = lesson_runs.probe_quiz(dataclasses.replace(result, accuracy={lesson_runs.PRETRAINED: 0.6, lesson_runs.RANDOM: 0.61}))
     assert tie.answer.startswith("a tie")
 
 
 def test_a_tie_is_a_gap_within_two_standard_errors_of_the_dev_sets_noise():
-    result = runs.ProbeResult("coherence", {runs.PRETRAINED: 0.88, runs.RANDOM: 0.85}, 0.5, (400, 200))
+    result = lesson_runs.ProbeResult("coherence", {lesson_runs.PRETRAINED: 0.88, lesson_runs.RANDOM: 0.85}, 0.5, (400, 200))
     band = 2 * math.sqrt((0.88 * 0.12 + 0.85 * 0.15) / 200)  # 6.7 points: 3 points is noise on 200 examples
-    assert runs.tie_band(result) == pytest.approx(band)
-    quiz = runs.probe_quiz(result)
-    assert quiz.answer == runs.probe_question().options[2]
+    assert lesson_runs.tie_band(result) == pytest.approx(band)
+    quiz = lesson_runs.probe_quiz(result)
+    assert quiz.answer == lesson_runs.probe_question().options[2]
     assert "a gap of 3.0 points" in quiz.why and f"{band * 100:.1f} points" in quiz.why
-    wide = runs.probe_quiz(dataclasses.replace(result, accuracy={runs.PRETRAINED: 0.9, runs.RANDOM: 0.55}))
-    assert wide.answer == runs.PRETRAINED and "is not a tie" in wide.why
+    wide = lesson_runs.probe_quiz(dataclasses.replace(result, accuracy={lesson_runs.PRETRAINED: 0.9, lesson_runs.RANDOM: 0.55}))
+    assert wide.answer == lesson_runs.PRETRAINED and "is not a tie" in wide.why
 
 
 def test_full_fine_tuning_is_quoted_for_the_shipped_model_only():
-    shipped = runs.full_fine_tuning("coherence", shipped=True)
+    shipped = lesson_runs.full_fine_tuning("coherence", shipped=True)
     assert "90.2%" in shipped and "55.0%" in shipped and "bench.finetune_gain" in shipped
     # The random start's figure is the better of two learning rates (bench/finetune_gain.py): the caption says so.
     assert "learning rate 1e-4" in shipped and "the better of two runs at learning rates 1e-4 and 5e-4" in shipped
-    assert not any(ch.isdigit() for ch in runs.full_fine_tuning("coherence", shipped=False))
+    assert not any(ch.isdigit() for ch in lesson_runs.full_fine_tuning("coherence", shipped=False))

@@ -1,6 +1,6 @@
 """The Lesson's step "Which word mattered most?" (AppTest on the shipped model): it comes right after the guess at
 [MASK]; its options are the sentence's words; Reveal shows occlusion's word and the most-attended word as
-views/why.py computes them, their numbers in the two charts, and a sentence on whether they agree that the numbers
+views/why/explanation.py computes them, their numbers in the two charts, and a sentence on whether they agree that the numbers
 bear out."""
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ import pytest
 from test_page_lesson import answer, go, options, page
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
-from bertviz_lab.ui.state import Lesson as K
-from bertviz_lab.views import inputs, why
-from bertviz_lab.views import lesson as vl
-from bertviz_lab.views import lesson_why as vlw
-from bertviz_lab.views.lesson_vectors import shown
+from bertviz_lab.ui.shell.state import Lesson as K
+from bertviz_lab.views import inputs
+from bertviz_lab.views.why import explanation as vw
+from bertviz_lab.views.lesson import questions as vl
+from bertviz_lab.views.lesson import why_step as vlw
+from bertviz_lab.views.lesson.vector_steps import shown
 
 STEP = vl.STEPS.index("Which word mattered most?") + 1
 
@@ -27,13 +28,13 @@ def shipped():
     return load_checkpoint(SHIPPED)
 
 
-def explained(ckpt, text: str) -> tuple[list[str], str, str, why.Why]:
+def explained(ckpt, text: str) -> tuple[list[str], str, str, vw.Why]:
     """The page's options, and occlusion's and attention's first word, as views.why ranks them."""
-    result = why.why(ckpt.model, ckpt.tokenizer, inputs.encode(ckpt.tokenizer, ckpt.model, text))
+    result = vw.why(ckpt.model, ckpt.tokenizer, inputs.encode(ckpt.tokenizer, ckpt.model, text))
     labels = vl.token_options([shown(t) for t in result.encoding.tokens])
     values, movable = result.explanation.values, result.explanation.movable
-    return ([labels[i] for i in movable], labels[why.strongest(values["occlusion"], movable)],
-            labels[why.strongest(values["attention"], movable)], result)
+    return ([labels[i] for i in movable], labels[vw.strongest(values["occlusion"], movable)],
+            labels[vw.strongest(values["attention"], movable)], result)
 
 
 def test_the_step_comes_right_after_the_guess_at_the_mask():
@@ -56,7 +57,7 @@ def test_reveal_shows_occlusions_word_and_the_attended_word_as_views_why_compute
     drops, weights = (json.loads(c.proto.spec)["data"][0]["x"] for c in at.get("plotly_chart"))
     movable = result.explanation.movable
     # A drop is a difference of two float32 logits near 10, whose last bit is 1e-6: the page's run and this one may
-    # take different thread counts (ui/turns.py), and on another CPU's BLAS (an AMD's AVX2 path) a different sum order.
+    # take different thread counts (ui/shell/turns.py), and on another CPU's BLAS (an AMD's AVX2 path) a different sum order.
     np.testing.assert_allclose(drops, result.explanation.values["occlusion"][movable], rtol=1e-5, atol=2e-5)
     np.testing.assert_allclose(weights, result.explanation.values["attention"][movable], rtol=1e-6, atol=1e-6)
 

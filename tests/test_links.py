@@ -1,4 +1,4 @@
-"""Links that restore a view (ui/links.py) and projector view (ui/projector.py), through app.py's router:
+"""Links that restore a view (ui/shell/links.py) and projector view (ui/shell/projector.py), through app.py's router:
 a view's choices go into the URL, the URL brings them back, and a bad or hostile link gets the defaults
 and one note, never a traceback."""
 
@@ -14,8 +14,10 @@ from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab import classroom
-from bertviz_lab.ui import classroom as ui_classroom
-from bertviz_lab.ui import links, models, share
+from bertviz_lab.ui.shell import classroom as ui_classroom
+from bertviz_lab.ui.shell import links
+from bertviz_lab.ui.shell import models
+from bertviz_lab.ui.shell import share
 from bertviz_lab.views import inputs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

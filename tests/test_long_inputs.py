@@ -17,8 +17,8 @@ from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
-from bertviz_lab.views import attention as av
-from bertviz_lab.views import overview as ov
+from bertviz_lab.views.attention import explorer as av
+from bertviz_lab.views.attention import overview as ov
 
 PAGE = Path(__file__).resolve().parents[1] / "pages" / "attention.py"
 LONG_TEXT = " ".join(("the cat sat on the mat because it was tired . " * 60).split()[:600])  # past 512 tokens

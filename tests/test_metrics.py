@@ -15,8 +15,8 @@ from bertviz_lab.figures import training as ftr
 from bertviz_lab.metrics import EVAL, TRAIN, Metrics
 from bertviz_lab.pretrain import records
 from bertviz_lab.pretrain.loop import Trainer
-from bertviz_lab.views import pretrain as vp
-from bertviz_lab.views import timelapse as vt
+from bertviz_lab.views.pretrain import live as vp
+from bertviz_lab.views.timelapse import history as vt
 from tests.test_train import small
 
 # What pretrain/loop.py wrote before metrics.Metrics (a run with NSP): a checkpoint, the step-0 evaluation, a step.

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from bertviz_lab.bert import device
+from bertviz_lab.bert import device as devices
 from bertviz_lab.bert.config import PRESET_SHAPES, BertConfig, preset
 from bertviz_lab.bert.device import resolve_device
 from bertviz_lab.bert.model import BertForPreTraining
@@ -179,7 +179,7 @@ def test_overlong_input_is_refused(tiny_model):
 
 
 def test_cuda_without_gpu_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(device, "cuda_available", lambda: False)  # a machine without a GPU, wherever this runs
+    monkeypatch.setattr(devices, "cuda_available", lambda: False)  # a machine without a GPU, wherever this runs
     assert resolve_device("auto").type == "cpu"
     with pytest.raises(DeviceError, match="no CUDA GPU"):
         resolve_device("cuda")

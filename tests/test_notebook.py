@@ -28,20 +28,20 @@ from bertviz_lab.explain.report import METHODS
 from bertviz_lab.figures import attention as fa
 from bertviz_lab.figures import predictions as fp
 from bertviz_lab.figures import representations as fr
-from bertviz_lab.figures import syntax as fs
+from bertviz_lab.figures import syntax as fsy
 from bertviz_lab.figures import token_labels
-from bertviz_lab.figures import why as fw
+from bertviz_lab.figures import why as fy
 from bertviz_lab.notebook import grammar
 from bertviz_lab.pretrain.head_roles import head_roles
 from bertviz_lab.syntax.report import analyse, story_corpus
-from bertviz_lab.views import attention as av
+from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
-from bertviz_lab.views import layer as lv
-from bertviz_lab.views import predict as vp
-from bertviz_lab.views import representations as rv
-from bertviz_lab.views import syntax as vs
-from bertviz_lab.views import why as vw
-from bertviz_lab.views import why_parts
+from bertviz_lab.views.attention import layer as lv
+from bertviz_lab.views.predict import guesses as vpr
+from bertviz_lab.views.representations import vectors as rv
+from bertviz_lab.views.syntax import analysis as vs
+from bertviz_lab.views.why import explanation as vw
+from bertviz_lab.views.why import parts as why_parts
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TOL = dict(atol=1e-5, rtol=0)
@@ -90,8 +90,8 @@ def test_a_lab_says_what_it_holds_and_loads_once(lab):
 def test_predict_draws_the_pages_bars(lab):
     fig = nb.predict(lab, TEXT, top_k=10)
     encoding = inputs.encode(lab.tokenizer, lab.model, TEXT)
-    mask = vp.predict_masks(lab.model, lab.tokenizer, encoding, top_k=10).masks[0]
-    assert_same(fig, fp.prediction_bars(vp.candidate_rows(mask), "Top-10 for mask #1"))
+    mask = vpr.predict_masks(lab.model, lab.tokenizer, encoding, top_k=10).masks[0]
+    assert_same(fig, fp.prediction_bars(vpr.candidate_rows(mask), "Top-10 for mask #1"))
     with torch.no_grad():
         logits = lab.model(torch.tensor([encoding.ids])).mlm_logits[0, encoding.tokens.index("[MASK]")]
     top = logits.double().softmax(-1).topk(10)
@@ -185,7 +185,7 @@ def test_why_and_deletion_draw_the_pages_charts(lab):
     encoding = inputs.encode(lab.tokenizer, lab.model, TEXT)
     result = why_parts.with_attention(vw.why(lab.model, lab.tokenizer, encoding, ig_steps=8), 1, 2)
     e = result.explanation
-    assert_same(nb.why(lab, TEXT, layer=1, head=2, ig_steps=8), fw.heat_strips(
+    assert_same(nb.why(lab, TEXT, layer=1, head=2, ig_steps=8), fy.heat_strips(
         {vw.TITLES[k]: v for k, v in e.values.items()}, {vw.TITLES[k]: m.signed for k, m in METHODS.items()},
         token_labels(e.tokens), "Each method's answer, token by token (attention at layer 1, head 2)"))
     rho = nb.why(lab, TEXT, layer=1, head=2, kind="agreement", ig_steps=8)
@@ -206,13 +206,13 @@ def test_syntax_draws_the_pages_charts_from_one_analysis(lab, monkeypatch):
     assert len(runs) == 1  # one analysis serves the three figures
     report = analyse(lab.model, lab.tokenizer, story_corpus(8, 3), seed=3, control=False)
     relation = vs.default_relation(report.relations.relations)
-    assert_same(figs["relations"], fs.accuracy_heatmap(report.relations.accuracy[report.relations.index(relation), 0],
+    assert_same(figs["relations"], fsy.accuracy_heatmap(report.relations.accuracy[report.relations.index(relation), 0],
                                                        vs.heatmap_title(report, relation, 0)))
     table = vs.probe_table(report)
-    assert_same(figs["probe"], fs.probe_curves({n: table[c].to_numpy() for c, n in vs.PROBE_CURVES.items()},
+    assert_same(figs["probe"], fsy.probe_curves({n: table[c].to_numpy() for c, n in vs.PROBE_CURVES.items()},
                                                report.probe.linear_uuas, "The structural probe, layer by layer "
                                                                          "(held-out sentences)"))
-    assert_same(figs["agreement"], fs.agreement_bars(*vs.accuracies(report.agreement), "Right form scored higher, "
+    assert_same(figs["agreement"], fsy.agreement_bars(*vs.accuracies(report.agreement), "Right form scored higher, "
                                                                                        "by number of attractors"))
 
 
@@ -280,7 +280,7 @@ def test_a_folder_loads_once_until_it_changes(tmp_path, tiny_model, tiny_tokeniz
     assert first.checkpoint.path == folder and str(folder) in repr(first)
     fig = nb.predict(first, "the cat sat on the [MASK] .")  # by name, it would load on "auto": a GPU if there is one
     encoding = inputs.encode(tiny_tokenizer, tiny_model, "the cat sat on the [MASK] .")
-    expected = vp.predict_masks(tiny_model, tiny_tokenizer, encoding).masks[0]
+    expected = vpr.predict_masks(tiny_model, tiny_tokenizer, encoding).masks[0]
     np.testing.assert_allclose(numbers(fig.data[0], "x"), [c.prob for c in expected.candidates], **TOL)
     os.utime(folder, ns=(0, 0))  # the folder changed (a new save): read again
     assert nb.load(folder, device="cpu") is not first

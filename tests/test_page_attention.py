@@ -15,11 +15,11 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.figures import token_labels
-from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
-from bertviz_lab.ui.widgets import plain
-from bertviz_lab.views import attention as av
+from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT, cached_checkpoint
+from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
-from bertviz_lab.views import layer as lv
+from bertviz_lab.views.attention import layer as lv
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention.py")
 DEFAULT = "the animal did not cross the street because it was too tired ."

@@ -18,16 +18,16 @@ from bertviz_lab import atomic
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.finetune import data
+from bertviz_lab.finetune import data as ft_data
 from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import TASK_FILE, builtin_tokenizer
 from bertviz_lab.pretrain import runs
-from bertviz_lab.ui.models import DEFAULT_CHECKPOINT
-from bertviz_lab.views import finetune as vf
-from bertviz_lab.views import finetune_dev as fd
-from bertviz_lab.views.finetune_dev import MAX_WORDS
-from bertviz_lab.ui.widgets import plain
+from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT
+from bertviz_lab.views.finetune import classifier as vf
+from bertviz_lab.views.finetune import dev as fd
+from bertviz_lab.views.finetune.dev import MAX_WORDS
+from bertviz_lab.ui.kit.widgets import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "finetune.py")
@@ -127,7 +127,7 @@ def dev_truth(run: runs.RunInfo) -> tuple[list[str], list[tuple[str, str]], set[
     """The latest checkpoint on the dev examples the run scores, one example at a time, truncated to the run's
     seq_len as in training: (labels, a (true, predicted) pair per example or word, the wrong examples' numbers)."""
     cfg = FinetuneConfig.from_dict(run.config)
-    task = data.load_task(run.path / TASK_FILE)
+    task = ft_data.load_task(run.path / TASK_FILE)
     ckpt = load_checkpoint(run.checkpoint)
     model, labels = ckpt.model.eval(), list(task.labels)
     pairs, wrong = [], set()
@@ -269,7 +269,7 @@ def test_the_run_started_from_the_page_shows_its_curves(trained):
     accuracy = {t["name"]: t for t in charts(at, "Accuracy")[0]["data"]}
     np.testing.assert_allclose(array(accuracy["held-out"]["y"]), [r["acc"] for r in held])
     assert any("coherence · from tiny-pre step 10 · full fine-tuning" in c.value for c in at.caption)
-    chance = fd.chance(data.load_task(root / "from-page" / TASK_FILE), 1000)  # the run's own dev set, not 1 / labels
+    chance = fd.chance(ft_data.load_task(root / "from-page" / TASK_FILE), 1000)  # the run's own dev set, not 1 / labels
     assert any(f"always answering \u201c{chance.label}\u201d gets {chance.share:.1%}" in c.value for c in at.caption)
 
 
@@ -294,7 +294,7 @@ def test_try_it_equals_classify(trained):
     root, done = trained
     at = page("Try it", "from-page")
     text_a, text_b = at.text_input(key="finetune.text"), at.text_input(key="finetune.text_b")
-    task = data.load_task(root / "from-page" / TASK_FILE)
+    task = ft_data.load_task(root / "from-page" / TASK_FILE)
     first = vf.first_fitting(task.dev, builtin_tokenizer(), 32)
     assert (text_a.value, text_b.value) == (first.text, first.text_b)  # the first dev example it reads whole
     at.text_input(key="finetune.text").input("the cat sat on the mat .")
@@ -354,10 +354,10 @@ def test_the_before_after_picture_has_a_point_per_dev_item(trained, name, points
 
 
 def test_a_visitor_may_use_but_not_delete_the_owners_run(trained, monkeypatch):
-    from bertviz_lab.ui import classroom
+    from bertviz_lab.ui.shell import classroom as ui_classroom
 
     monkeypatch.setenv("BERTVIZ_CLASSROOM", "1")
-    monkeypatch.setattr(classroom, "client_ip", lambda: "192.168.1.23")
+    monkeypatch.setattr(ui_classroom, "client_ip", lambda: "192.168.1.23")
     at = page(run="scratch")
     assert not at.exception
     labels = {b.label for b in at.button}
@@ -380,7 +380,7 @@ def test_a_checkpoint_that_is_not_a_classifier_is_a_message(trained, tmp_path, m
         assert plain("not a fine-tuned classifier") in at.warning[0].value, tab
 
 
-# --- Run controls (the run pages' shared library, ui/runs.py, with this page's keys) --------------------------
+# --- Run controls (the run pages' shared library, ui/kit/runs.py, with this page's keys) --------------------------
 def test_a_refused_resume_is_one_line_and_delete_asks_first(empty):
     from bertviz_lab.pretrain import process
 

@@ -11,7 +11,7 @@ from conftest import open_page
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.ui.router import HOME, PAGES
+from bertviz_lab.ui.shell.router import HOME, PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 HOME_PAGE = ROOT / "app.py"  # Home is the default page; its links resolve only under the router

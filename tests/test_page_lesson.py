@@ -16,12 +16,12 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import InputError
 from bertviz_lab.pretrain.loop import Trainer
-from bertviz_lab.ui import lesson as ui
-from bertviz_lab.ui import links
-from bertviz_lab.ui.state import Lesson as K
-from bertviz_lab.views import lesson as vl
-from bertviz_lab.views import lesson_runs as runs
-from bertviz_lab.views import lesson_vectors as vlv
+from bertviz_lab.ui.lesson import stepper as ui_lesson
+from bertviz_lab.ui.shell import links
+from bertviz_lab.ui.shell.state import Lesson as K
+from bertviz_lab.views.lesson import questions as vl
+from bertviz_lab.views.lesson import runs as lesson_runs
+from bertviz_lab.views.lesson import vector_steps as vlv
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "lesson.py")
@@ -139,14 +139,14 @@ def expected_answers(ckpt, at: AppTest) -> dict[int, tuple[object, set]]:
     p_next = {b: float(run(ckpt, "the cat sat on the mat .", b)[1].nsp_logits[0].softmax(-1)[0])
               for b in options(at, 8)}
     found[8] = max(p_next, key=p_next.get), near(p_next)
-    step0 = Trainer(runs.tiny_config(0)).evaluate().loss
-    start = min(runs.start_question(runs.tiny_vocab_size())[1].items(), key=lambda kv: abs(kv[1] - step0))[0]
+    step0 = Trainer(lesson_runs.tiny_config(0)).evaluate().loss
+    start = min(lesson_runs.start_question(lesson_runs.tiny_vocab_size())[1].items(), key=lambda kv: abs(kv[1] - step0))[0]
     found[9] = start, {start}
-    probes = runs.compare_probes(model, tok, "acceptability").accuracy
-    pre, rnd = probes[runs.PRETRAINED], probes[runs.RANDOM]
-    two_se = 2 * math.sqrt((pre * (1 - pre) + rnd * (1 - rnd)) / runs.PROBE_DEV)
-    verdict = runs.probe_question().options[2] if abs(pre - rnd) <= two_se else \
-        runs.PRETRAINED if pre > rnd else runs.RANDOM
+    probes = lesson_runs.compare_probes(model, tok, "acceptability").accuracy
+    pre, rnd = probes[lesson_runs.PRETRAINED], probes[lesson_runs.RANDOM]
+    two_se = 2 * math.sqrt((pre * (1 - pre) + rnd * (1 - rnd)) / lesson_runs.PROBE_DEV)
+    verdict = lesson_runs.probe_question().options[2] if abs(pre - rnd) <= two_se else \
+        lesson_runs.PRETRAINED if pre > rnd else lesson_runs.RANDOM
     found[10] = verdict, {verdict}
     vectors = [torch.stack([h[0, e.tokens.index("bank")] for h in o.hidden_states])
                for e, o in (run(ckpt, s) for s in SENSES)]
@@ -193,9 +193,9 @@ def test_the_revealed_views_hold_the_models_numbers(mini):
     go(at, 9)
     answer(at, 9, options(at, 9)[-1])
     held_out = [r for r in at.session_state["lesson.training"][2]]
-    assert held_out[0].step == 0 and held_out[-1].step == runs.TINY.steps
+    assert held_out[0].step == 0 and held_out[-1].step == lesson_runs.TINY.steps
     assert held_out[-1].loss < held_out[0].loss - 0.5  # it learned something in seconds
-    assert held_out[0].loss == pytest.approx(math.log(runs.tiny_vocab_size()), rel=0.05)
+    assert held_out[0].loss == pytest.approx(math.log(lesson_runs.tiny_vocab_size()), rel=0.05)
     at.run()  # a rerun does not train again: the run is the same object
     assert at.session_state["lesson.training"][2] == held_out
 
@@ -259,13 +259,13 @@ def test_the_training_chart_grows_live_but_the_handout_keeps_only_the_finished_c
 
 
 def test_the_probes_are_trained_once_for_every_session(monkeypatch):
-    calls, real = [], runs.compare_probes
-    monkeypatch.setattr(runs, "compare_probes", lambda *args, **kw: calls.append(args[2]) or real(*args, **kw))
-    ui.PROBES.clear()
+    calls, real = [], lesson_runs.compare_probes
+    monkeypatch.setattr(lesson_runs, "compare_probes", lambda *args, **kw: calls.append(args[2]) or real(*args, **kw))
+    ui_lesson.PROBES.clear()
     verdicts = []
     for _ in range(2):  # two sessions, one after the other
         at = go(page(), 10)
-        verdicts.append(answer(at, 10, runs.PRETRAINED))
+        verdicts.append(answer(at, 10, lesson_runs.PRETRAINED))
         assert not at.progress  # the probes' bar is gone once they are done
     assert calls == ["acceptability"] and verdicts[0] == verdicts[1]
 
@@ -309,7 +309,7 @@ def test_the_softmax_step_shows_the_heads_held_out_score_beside_the_example():
 
 def test_the_probe_step_names_its_band_in_points_and_full_fine_tunings_figure():
     at = go(page(), 10)
-    verdict = answer(at, 10, runs.PRETRAINED)
+    verdict = answer(at, 10, lesson_runs.PRETRAINED)
     assert "points" in verdict and "standard errors" in verdict
     full = [c for c in captions(at) if "Full fine-tuning" in c]
     assert full and "93.5%" in full[0] and "bench.finetune_gain" in full[0]  # the shipped model, acceptability
@@ -354,17 +354,17 @@ def test_the_training_step_measures_what_the_run_learned_against_word_frequencie
     assert options(at, 9) == ["about 11.5", "about 7.7", "about 3.5", "about 0.8"]  # ln 2,171 = 7.68 among them
     answer(at, 9, "about 7.7")
     (note,) = [c for c in captions(at) if c.startswith("Seed 0")]
-    frequency, counted = runs.frequency_loss()
+    frequency, counted = lesson_runs.frequency_loss()
     assert "mostly learned which words are common" not in note
     assert f"each token's frequency in the corpus ({counted:,} tokens counted) scores {frequency:.2f}" in note
 
 
 def test_the_probe_step_is_called_a_linear_probe_while_it_trains(monkeypatch):
-    monkeypatch.setattr(runs, "compare_probes", mock.Mock(side_effect=InputError("stopped here to read the bar")))
-    ui.PROBES.clear()
+    monkeypatch.setattr(lesson_runs, "compare_probes", mock.Mock(side_effect=InputError("stopped here to read the bar")))
+    ui_lesson.PROBES.clear()
     at = go(page(), 10)
-    widget(at, 10).set_value(runs.PRETRAINED).run()
+    widget(at, 10).set_value(lesson_runs.PRETRAINED).run()
     at.button(key="lesson.reveal.10").click().run()
     texts = [p.text for p in at.progress]
     assert "Linear probe: reading the task…" in texts and not any("Fine-tuning" in t for t in texts), texts
-    ui.PROBES.clear()
+    ui_lesson.PROBES.clear()

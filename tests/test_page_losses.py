@@ -11,10 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.ui import tables
-from bertviz_lab.views import inputs, masking_stats
-from bertviz_lab.views import losses as lesson
-from bertviz_lab.ui.widgets import plain
+from bertviz_lab.ui.kit import tables
+from bertviz_lab.views import inputs
+from bertviz_lab.views.losses import masking_stats
+from bertviz_lab.views.losses import walkthrough
+from bertviz_lab.ui.kit.widgets import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "losses.py")
@@ -48,7 +49,7 @@ def shipped():
 
 def engine(ckpt, seed: int):
     encoding = inputs.encode(ckpt.tokenizer, ckpt.model, "the cat sat on the mat .", "it was a warm afternoon .")
-    return lesson.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=seed)
+    return walkthrough.walkthrough(ckpt.model, ckpt.tokenizer, encoding, seed=seed)
 
 
 def test_next_walks_through_every_step_and_back_returns():
@@ -81,7 +82,7 @@ def test_the_tokens_step_says_how_bert_frames_a_pair_and_marks_its_segments(ship
     assert list(at.dataframe[0].value.index) == ["token", "id", "segment"]
     pair = at.toggle(key="losses.pair")
     assert pair.label == "Add a second sentence" and "sentence B's segment 1" in pair.help
-    assert lesson.framing(shipped.tokenizer) == "[CLS] A [SEP] B [SEP]"
+    assert walkthrough.framing(shipped.tokenizer) == "[CLS] A [SEP] B [SEP]"
 
 
 def test_the_token_tables_come_in_pieces_that_fit_a_projector(shipped):
@@ -178,7 +179,7 @@ def test_a_one_word_sentence_still_has_a_masked_token():
     at.toggle(key="losses.all").set_value(True).run()
     assert not at.exception
     assert "picked 1: positions 1" in texts(at)
-    assert any(lesson.NO_B_REASON in i.value for i in at.info)
+    assert any(walkthrough.NO_B_REASON in i.value for i in at.info)
     assert "Total loss = L_MLM" in metrics(at)
 
 

@@ -245,5 +245,5 @@ def test_a_hangul_filler_that_looks_like_a_space_is_named_and_writing_is_not():
 
 
 def test_the_guesses_line_tells_small_probabilities_from_zero():
-    from bertviz_lab.views.predict import share
+    from bertviz_lab.views.predict.guesses import share
     assert [share(p) for p in (0.26, 0.1, 0.05, 0.00046, 1e-7)] == ["26%", "10%", "5%", "0.046%", "< 0.001%"]

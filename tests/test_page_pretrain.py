@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.views.pretrain import AUTOCAST_WORDS, LABELS
-from bertviz_lab.ui.widgets import plain
+from bertviz_lab.views.pretrain.live import AUTOCAST_WORDS, LABELS
+from bertviz_lab.ui.kit.widgets import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "pretrain.py")

@@ -15,10 +15,10 @@ from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.corpus.senses import examples
-from bertviz_lab.ui.representations import set_lines
-from bertviz_lab.ui.widgets import plain
-from bertviz_lab.views import neighbours as nv
-from bertviz_lab.views.representations import embedding_layer
+from bertviz_lab.ui.representations.vectors import set_lines
+from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.views.representations import neighbours as nv
+from bertviz_lab.views.representations.vectors import embedding_layer
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "representations.py")
 CONTEXTS, NEIGHBOURS, LENS, GEOMETRY, SHAPES = ("Same word, different contexts", "Nearest neighbours", "Logit lens",

@@ -9,8 +9,8 @@ from model_numbers import cosine_matrix, word_vectors
 from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.ui.representations import OWN
-from bertviz_lab.views import representations as rv
+from bertviz_lab.ui.representations.vectors import OWN
+from bertviz_lab.views.representations import vectors as rv
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "representations.py")
 TWO = ["i went to the bank to deposit money .", "we sat on the bank of the river ."]

@@ -25,8 +25,8 @@ from bertviz_lab.syntax.encode import read_corpus
 from bertviz_lab.syntax.probe import predict
 from bertviz_lab.syntax.report import analyse, story_corpus
 from bertviz_lab.syntax.search import search_head
-from bertviz_lab.ui import syntax as ui
-from bertviz_lab.views import syntax as vs
+from bertviz_lab.ui.syntax import analysis as ui_syntax
+from bertviz_lab.views.syntax import analysis as vs
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny models run on one torch thread
 
@@ -39,12 +39,12 @@ RELATIONS, SEARCH, PROBE, AGREEMENT = "Relations by head", "Search by a head", "
 def small():
     """The story world's sample cut to 40 sentences (or 30), and every cached analysis forgotten."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ui, "SIZES", (30, SENTENCES))
-        ui.ANALYSED.clear()
-        ui.READ.clear()
+        mp.setattr(ui_syntax, "SIZES", (30, SENTENCES))
+        ui_syntax.ANALYSED.clear()
+        ui_syntax.READ.clear()
         yield
-        ui.ANALYSED.clear()
-        ui.READ.clear()
+        ui_syntax.ANALYSED.clear()
+        ui_syntax.READ.clear()
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +162,7 @@ def test_the_search_tab_lists_the_heads_strongest_picks_and_its_shares(ran, expe
     at = open_tab(ran, SEARCH)
     at.segmented_control(key="syntax.layer").set_value(1).run()
     at.segmented_control(key="syntax.head").set_value(2).run()
-    found = search_head(expected.readings, expected.corpus.trees, 1, 2, top=ui.TOP_PICKS)
+    found = search_head(expected.readings, expected.corpus.trees, 1, 2, top=ui_syntax.TOP_PICKS)
     table = table_with(at, "attends most to")
     np.testing.assert_allclose(table["weight"], [p.weight for p in found.picks], atol=1e-7)
     assert table["relation"].tolist() == [p.relation for p in found.picks]
@@ -170,7 +170,7 @@ def test_the_search_tab_lists_the_heads_strongest_picks_and_its_shares(ran, expe
     assert table["query word"][0] == first.words[first.query] and f"[{first.words[first.query]}]" in table["sentence"][0]
     assert table["kinds"][0] == f"{first.query_kind} → {first.key_kind}"
     bars = titled(at, "L1 H2's picks by relation")["data"]
-    top = [s for s in found.relations if s.label != "no relation"][:ui.TOP_SHARES]
+    top = [s for s in found.relations if s.label != "no relation"][:ui_syntax.TOP_SHARES]
     np.testing.assert_allclose(array(bars[0]["x"]), [s.share for s in top], atol=1e-12)
     np.testing.assert_allclose(array(bars[1]["x"]), [s.base for s in top], atol=1e-12)
     assert bars[0]["y"] == [s.label for s in top]
@@ -181,7 +181,7 @@ def test_the_search_reads_the_sentences_itself_before_any_analysis(tiny):
     at = open_tab(page(tiny, syntax__sentences=30), SEARCH)
     assert at.button(key="syntax.run")  # no analysis of these 30 sentences has run
     ckpt, trees = load_checkpoint(tiny), story_corpus(30).trees
-    found = search_head(read_corpus(ckpt.model, ckpt.tokenizer, trees), trees, 0, 0, top=ui.TOP_PICKS)
+    found = search_head(read_corpus(ckpt.model, ckpt.tokenizer, trees), trees, 0, 0, top=ui_syntax.TOP_PICKS)
     table = table_with(at, "attends most to")
     np.testing.assert_allclose(table["weight"], [p.weight for p in found.picks], atol=1e-6)
     assert table["relation"].tolist() == [p.relation for p in found.picks]
@@ -240,7 +240,7 @@ def test_the_agreement_tab_shows_the_example_the_bars_and_the_pairs(ran, expecte
 
 def test_a_widget_change_runs_nothing_and_the_control_run_serves_a_run_without_it(ran, monkeypatch):
     calls = []
-    monkeypatch.setattr(ui, "analyse", lambda *a, **k: calls.append(k))  # any new analysis would call it
+    monkeypatch.setattr(ui_syntax, "analyse", lambda *a, **k: calls.append(k))  # any new analysis would call it
     for tab in (RELATIONS, SEARCH, PROBE, AGREEMENT):
         open_tab(ran, tab)
     open_tab(ran, RELATIONS).selectbox(key="syntax.relation").set_value("det").run()
@@ -276,7 +276,7 @@ def test_your_own_sentences_are_searched_without_trees(tiny):
     at = open_tab(at, SEARCH)
     ckpt = load_checkpoint(tiny)
     lines = [line for line in text.splitlines() if line.strip()]
-    found = search_head(read_corpus(ckpt.model, ckpt.tokenizer, lines), None, 0, 0, top=ui.TOP_PICKS)
+    found = search_head(read_corpus(ckpt.model, ckpt.tokenizer, lines), None, 0, 0, top=ui_syntax.TOP_PICKS)
     table = table_with(at, "attends most to")
     np.testing.assert_allclose(table["weight"], [p.weight for p in found.picks], atol=1e-7)
     assert set(table["relation"]) == {""} and set(table["kinds"]) == {""}
@@ -299,7 +299,7 @@ def test_a_model_without_a_masked_lm_head_says_agreement_needs_one(headless_chec
 
 def test_a_link_restores_the_tab_and_the_choices_and_the_view_writes_them_back(tiny):
     """Through app.py's router: the link's values reach the widgets' keys, and the page writes them back."""
-    from bertviz_lab.ui import links
+    from bertviz_lab.ui.shell import links
 
     query = {"tab": AGREEMENT, "sentences": "30", "relation": "det", "direction": "1", "layer": "1", "head": "2",
              "attractors": "2"}
@@ -324,8 +324,8 @@ def test_the_analysis_draws_its_stage_and_how_far_before_it_finishes(tiny, monke
     has drawn that report, so the bar is seen while it runs, whatever the model's size."""
     import threading
 
-    drawn, bars, real = threading.Event(), [], ui.analyse
-    progress = ui.st.progress
+    drawn, bars, real = threading.Event(), [], ui_syntax.analyse
+    progress = ui_syntax.st.progress
 
     def bar(value, text=None):
         bars.append(text)
@@ -340,8 +340,8 @@ def test_the_analysis_draws_its_stage_and_how_far_before_it_finishes(tiny, monke
                 assert drawn.wait(30), bars  # the page drew this very report before the work went on
         return real(*args, progress=hold, **options)
 
-    monkeypatch.setattr(ui.st, "progress", bar)
-    monkeypatch.setattr(ui, "analyse", analyse)
+    monkeypatch.setattr(ui_syntax.st, "progress", bar)
+    monkeypatch.setattr(ui_syntax, "analyse", analyse)
     at = run_analysis(page(tiny, syntax__sentences=30, syntax__control=False))
     assert drawn.is_set(), bars
     assert table_with(at, "dependents")["dependents"][0] > 0  # and the analysis went on to its end
@@ -372,12 +372,12 @@ def test_an_uploaded_relation_name_and_file_name_are_shown_as_written(tiny):
 
 def test_every_syntax_chart_draws_its_title_as_written():
     """Plotly draws a subset of HTML in titles: a relation's name from a treebank is escaped, never bold."""
-    from bertviz_lab.figures import syntax as figs
+    from bertviz_lab.figures import syntax as fsy
 
     title = "<b>bold</b> & <a href='https://evil.example'>x</a>"
-    built = [figs.accuracy_heatmap(np.zeros((2, 2)), title), figs.share_bars(["<i>a</i>"], np.ones(1), np.ones(1), title),
-             figs.tree_arcs(["a", "b"], [(0, 1)], [(0, 1)], title), figs.probe_curves({"UUAS": np.ones(2)}, 0.5, title),
-             figs.agreement_bars([0], np.ones(1), [1], [1], title)]
+    built = [fsy.accuracy_heatmap(np.zeros((2, 2)), title), fsy.share_bars(["<i>a</i>"], np.ones(1), np.ones(1), title),
+             fsy.tree_arcs(["a", "b"], [(0, 1)], [(0, 1)], title), fsy.probe_curves({"UUAS": np.ones(2)}, 0.5, title),
+             fsy.agreement_bars([0], np.ones(1), [1], [1], title)]
     for figure in built:
         assert figure.layout.title.text == "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;a href='https://evil.example'&gt;x&lt;/a&gt;"
     assert list(built[1].data[0].y) == ["&lt;i&gt;a&lt;/i&gt;"]  # a label, in the axis and the hover
@@ -388,10 +388,10 @@ def test_a_treebank_is_read_off_the_compute_turn_with_a_progress_bar(tiny, monke
     app.py (which takes the turn), the reading runs while no script holds one, and its progress is drawn."""
     import threading
 
-    from bertviz_lab.ui import turns
+    from bertviz_lab.ui.shell import turns
 
-    real, held, drawn, bars = ui.read_treebank, [], threading.Event(), []
-    progress = ui.st.progress
+    real, held, drawn, bars = ui_syntax.read_treebank, [], threading.Event(), []
+    progress = ui_syntax.st.progress
 
     def bar(value, text=None):
         bars.append(text)
@@ -409,8 +409,8 @@ def test_a_treebank_is_read_off_the_compute_turn_with_a_progress_bar(tiny, monke
             held.append(turns._computing[0])  # ... holding no turn (app.py's), as no other script run does
         return real(raw, name, **({} if progress is None else {"progress": hold}))
 
-    monkeypatch.setattr(ui.st, "progress", bar)
-    monkeypatch.setattr(ui, "read_treebank", read)
+    monkeypatch.setattr(ui_syntax.st, "progress", bar)
+    monkeypatch.setattr(ui_syntax, "read_treebank", read)
     at = app_test(Path(PAGE).parents[1] / "app.py", 300)
     at.session_state["model.path"] = str(tiny)
     at.session_state["syntax.source"] = "treebank"

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 from test_page_pretrain import TINY, fill, page, submit, wait_done
 
 from bertviz_lab.pretrain import head_roles, runs, snapshots
-from bertviz_lab.ui import state
-from bertviz_lab.views import timelapse as vt
+from bertviz_lab.ui.shell import state
+from bertviz_lab.views.timelapse import history as vt
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "timelapse.py")

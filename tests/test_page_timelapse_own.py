@@ -15,10 +15,10 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lab.bert.checkpoint import SAFETENSORS, load_checkpoint
 from bertviz_lab.pretrain import checkpoints, process
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.ui import state
-from bertviz_lab.ui import timelapse as ui
-from bertviz_lab.ui.yours import Typed
-from bertviz_lab.views import timelapse as vt
+from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.timelapse import player as ui_timelapse
+from bertviz_lab.ui.kit.yours import Typed
+from bertviz_lab.views.timelapse import history as vt
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "timelapse.py")
 K = state.TimeLapse
@@ -71,8 +71,8 @@ def test_a_sentence_typed_here_plays_on_the_runs_checkpoints(run_dir, monkeypatc
 
 def test_a_new_sentence_reads_no_checkpoint_from_disk_again(run_dir, monkeypatch):
     loads = []
-    monkeypatch.setattr(ui, "load_checkpoint", lambda folder: loads.append(folder) or load_checkpoint(folder))
-    ui._checkpoint.clear()
+    monkeypatch.setattr(ui_timelapse, "load_checkpoint", lambda folder: loads.append(folder) or load_checkpoint(folder))
+    ui_timelapse._checkpoint.clear()
     at = lapse_page(run_dir.parent, monkeypatch)
     at.text_input(key=K.OWN.name).input("the dog sat on the [MASK] .").run()
     assert not at.exception and len(loads) == len(checkpoints.kept(run_dir))  # each kept checkpoint, once
@@ -87,14 +87,14 @@ def test_a_broken_checkpoint_is_skipped_and_a_bug_is_not_hidden(run_dir, tmp_pat
     lapse = vt.from_run(copy)
     kept = dict(lapse.checkpoints)
     (kept[20] / SAFETENSORS).write_bytes(b"not weights")
-    found, why = ui.own_frames(lapse, MINE)
+    found, why = ui_timelapse.own_frames(lapse, MINE)
     assert sorted(found) == [s for s in kept if s != 20] and not why
     def bug(ckpt, text):
         raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")  # what torch raises for a bug of ours
 
     monkeypatch.setattr(vt, "own_probe", bug)
     with pytest.raises(RuntimeError, match="shapes"):  # not "None of this run's checkpoints can be read"
-        ui.own_frames(lapse, "the cat sat .")
+        ui_timelapse.own_frames(lapse, "the cat sat .")
 
 
 def test_the_sentence_typed_last_on_another_page_is_offered(run_dir, monkeypatch):
@@ -149,7 +149,7 @@ def test_the_word_map_writes_the_probe_words_only(run_dir, monkeypatch):
     labels = [t for trace in spec["data"] for t in trace["text"] if t]
     hovers = [w for trace in spec["data"] for w in trace["customdata"]]
     probe = at.selectbox(key=K.PROBE.name).value
-    assert len(hovers) == 25 and 3 <= len(labels) <= ui.MAP_LABELS
+    assert len(hovers) == 25 and 3 <= len(labels) <= ui_timelapse.MAP_LABELS
     assert probe == "the cat sat on the mat ." and sorted(labels) == ["cat", "sat", "the"]  # its words on the map
     at.selectbox(key=K.PROBE.name).set_value("the boy wore a coat because he was cold .").run()
     spec = titled(at, "Word embeddings at step")

@@ -17,10 +17,10 @@ from conftest import open_page
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.explain import methods
 from bertviz_lab.figures import token_labels
-from bertviz_lab.ui import why as ui
-from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
+from bertviz_lab.ui.why import sections as ui_why
+from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT, cached_checkpoint
 from bertviz_lab.views import inputs
-from bertviz_lab.views import why as vw
+from bertviz_lab.views.why import explanation as vw
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "why.py")
 CAT = "the cat sat on the [MASK] ."
@@ -87,7 +87,7 @@ def test_the_strips_agreement_and_causal_check_are_the_reports_numbers():
 
 
 def test_a_layer_and_head_change_the_attention_strip_only_and_run_no_method_again(monkeypatch):
-    ui.EXPLAINED.clear()
+    ui_why.EXPLAINED.clear()
     calls = []
     real = vw.why
     monkeypatch.setattr(vw, "why", lambda *a, **k: calls.append(k) or real(*a, **k))
@@ -130,7 +130,7 @@ def test_several_masks_get_a_picker_and_no_mask_says_how_to_write_one():
 
 
 def test_a_costly_causal_check_waits_for_its_button(monkeypatch):
-    monkeypatch.setattr(ui, "AUTO_SECONDS", 0.0)
+    monkeypatch.setattr(ui_why, "AUTO_SECONDS", 0.0)
     at = page(why__text_a="the dog sat on the [MASK] .")
     assert not at.exception and not any("AOPC" in d.value.columns for d in at.dataframe)
     assert at.button(key="why.run").label == "Run the causal check"
@@ -193,8 +193,8 @@ def test_a_model_without_mlm_or_replaced_token_head_says_so(headless_checkpoint)
 def test_an_example_where_attention_and_occlusion_disagree_opens_with_its_numbers():
     """Picking a built-in example writes it into the sentence box, explains its top guess, and its note is the
     search's; the strips are then that sentence's."""
-    from bertviz_lab.ui.widgets import plain
-    from bertviz_lab.views.why_examples import examples
+    from bertviz_lab.ui.kit.widgets import plain
+    from bertviz_lab.views.why.examples import examples
 
     at = page()
     ckpt = cached_checkpoint(str(DEFAULT_CHECKPOINT), "cpu")
@@ -218,7 +218,7 @@ def test_the_words_are_the_numbers_of_this_sentence():
 
     at = page()
     expected = report()
-    assert at.caption[0].value == ui.lead() and "same for any target or contrast" in ui.lead()
+    assert at.caption[0].value == ui_why.lead() and "same for any target or contrast" in ui_why.lead()
     said = " ".join(shown(m.value) for m in [*at.markdown, *at.info, *at.caption])
     assert "not why the model guessed" not in said and "really does" not in said and "a clue to test" in said
     n = len(vw.why(*_shipped(), inputs.encode(_shipped()[1], _shipped()[0], CAT)).explanation.movable)
@@ -231,7 +231,7 @@ def test_the_words_are_the_numbers_of_this_sentence():
         after = sentence.split(name)[1]  # the first verdict named after the method is its own
         assert min(clause, key=lambda v: after.find(clause[v]) % (len(after) + 1)) == verdict[key], key
     table = next(d.value for d in at.dataframe if "AOPC" in d.value.columns)
-    assert table["against random"].tolist() == [ui.VERDICTS[v] for v in verdict.values()]
+    assert table["against random"].tolist() == [ui_why.VERDICTS[v] for v in verdict.values()]
     assert checks.AOPC_TIE < 1e-9  # a tie is equality of the same removals' numbers, not closeness
 
 
@@ -270,7 +270,7 @@ def assert_no_live_markup(at: AppTest) -> None:
 @pytest.mark.parametrize("field", ["why__target", "why__contrast"])
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_a_typed_word_in_an_error_is_shown_as_plain_text(field, payload):
-    from bertviz_lab.ui.widgets import plain
+    from bertviz_lab.ui.kit.widgets import plain
 
     at = page(**{field: payload})
     (error,) = at.error
@@ -279,7 +279,7 @@ def test_a_typed_word_in_an_error_is_shown_as_plain_text(field, payload):
 
 
 def test_a_sentence_of_payloads_is_explained_with_every_message_plain(monkeypatch):
-    monkeypatch.setattr(ui, "AUTO_SECONDS", 0.0, raising=False)  # the causal check waits: not what is tested here
+    monkeypatch.setattr(ui_why, "AUTO_SECONDS", 0.0, raising=False)  # the causal check waits: not what is tested here
     at = page(why__text_a=f"{PAYLOADS[0]} the [MASK] . {PAYLOADS[2]}")  # the shipped model reads its first 64 tokens
     assert_no_live_markup(at)
     assert "8 (" in titled(at, "Each method's answer")["data"][0]["x"]  # explained: the link's own pieces
@@ -289,7 +289,7 @@ def test_a_sentence_of_payloads_is_explained_with_every_message_plain(monkeypatc
 
 
 def test_target_equal_to_contrast_is_said_before_any_work(monkeypatch):
-    ui.EXPLAINED.clear()
+    ui_why.EXPLAINED.clear()
     calls = []
     real = vw.why
     monkeypatch.setattr(vw, "why", lambda *a, **k: calls.append(k) or real(*a, **k))
@@ -304,7 +304,7 @@ def test_target_equal_to_contrast_is_said_before_any_work(monkeypatch):
 def test_progress_is_drawn_before_the_explanation_ends_whatever_the_models_size(monkeypatch):
     import streamlit
 
-    ui.EXPLAINED.clear()
+    ui_why.EXPLAINED.clear()
     drawn, real = [], streamlit.progress
     monkeypatch.setattr(streamlit, "progress", lambda value, text=None: drawn.append((value, text))
                         or real(value, text=text))
@@ -313,12 +313,12 @@ def test_progress_is_drawn_before_the_explanation_ends_whatever_the_models_size(
 
 
 def test_the_causal_check_waits_for_its_button_past_its_estimate_and_then_the_button_goes(monkeypatch):
-    ui.EXPLAINED.clear()
-    ui.CHECKED.clear()
+    ui_why.EXPLAINED.clear()
+    ui_why.CHECKED.clear()
     checked = []
     real = vw.deletion_for
     monkeypatch.setattr(vw, "deletion_for", lambda *a, **k: checked.append(1) or real(*a, **k))
-    monkeypatch.setattr(ui, "AUTO_SECONDS", 0.0)  # any estimate is now past the threshold
+    monkeypatch.setattr(ui_why, "AUTO_SECONDS", 0.0)  # any estimate is now past the threshold
     first, second = page(), page()  # two sessions of the class
     for at in (first, second):
         assert not any("AOPC" in d.value.columns for d in at.dataframe) and not checked

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from bertviz_lab.ui.widgets import WORD_JOINER, plain
+from bertviz_lab.ui.kit.widgets import WORD_JOINER, plain
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted([ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "bertviz_lab" / "ui").glob("*.py")])
+SOURCES = sorted([ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "bertviz_lab" / "ui").rglob("*.py")])
 MARKDOWN = {"error", "warning", "info", "success", "caption", "markdown", "toast", "write", "exception", "title",
             "header", "subheader"}  # the elements whose body is Markdown (st.exception: a traceback)
 ESCAPES = {"plain", "say", "plain_error"}  # what makes a message plain text

@@ -13,7 +13,7 @@ from conftest import no_gpu_env
 
 from bertviz_lab.pretrain import checkpoints, runs
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.views import probe
+from bertviz_lab.views.pretrain import probe
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = TrainConfig(hidden=32, heads=2, layers=2, steps=10, batch_size=8, seq_len=32, eval_every=5,

@@ -1,5 +1,5 @@
 """What BERT learned: sense sets, one word's vectors across sentences, the logit lens, nearest neighbours,
-retrieval by sense and the embeddings' geometry (views/representations.py, views/neighbours.py)."""
+retrieval by sense and the embeddings' geometry (views/representations/vectors.py, views/representations/neighbours.py)."""
 
 import re
 from pathlib import Path
@@ -13,10 +13,11 @@ from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.corpus import generate_documents
 from bertviz_lab.corpus.senses import SENSE_SETS, examples, sense_of
 from bertviz_lab.errors import InputError
-from bertviz_lab.views import inputs, predict
-from bertviz_lab.views import neighbours as nv
-from bertviz_lab.views import representations as rv
-from bertviz_lab.views import words
+from bertviz_lab.views import inputs
+from bertviz_lab.views.predict import guesses as vpr
+from bertviz_lab.views.representations import neighbours as nv
+from bertviz_lab.views.representations import vectors as rv
+from bertviz_lab.views.representations import words
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
 
@@ -136,7 +137,7 @@ def test_the_lens_last_layer_is_the_mask_and_predict_answer(tiny_model, tiny_tok
     lens = rv.logit_lens(tiny_model, encoding, tiny_tokenizer.mask_id)
     assert [m.position for m in lens.masks] == [2, 6] and lens.masks[0].probs.shape == (3, 100)
     assert lens.final_difference < 1e-6
-    shown = predict.predict_masks(tiny_model, tiny_tokenizer, encoding, top_k=5)
+    shown = vpr.predict_masks(tiny_model, tiny_tokenizer, encoding, top_k=5)
     for mask, expected in zip(lens.masks, shown.masks):
         top = mask.top(2, 5)
         assert [i for i, _ in top] == [c.id for c in expected.candidates]

@@ -15,8 +15,8 @@ import pytest
 from bertviz_lab import files
 from bertviz_lab.pretrain import checkpoints, records, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.views import timelapse as vt
-from bertviz_lab.views.timelapse_frames import Frame
+from bertviz_lab.views.timelapse import history as vt
+from bertviz_lab.views.timelapse.frames import Frame
 from tests.test_timelapse import raw
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"

@@ -25,8 +25,8 @@ from bertviz_lab.errors import ConfigError
 from bertviz_lab.pretrain import checkpoints, process, runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
-from bertviz_lab.ui import classroom
-from bertviz_lab.views import pretrain as vp
+from bertviz_lab.ui.shell import classroom as ui_classroom
+from bertviz_lab.views.pretrain import live as vp
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "pretrain.py")
@@ -348,7 +348,7 @@ def test_the_classroom_cap_is_checked_when_a_run_starts(runs_dir, sleeper):
 def test_a_visitor_cannot_stop_anothers_run_but_controls_its_own(runs_dir, monkeypatch, sleeper):
     monkeypatch.setenv("BERTVIZ_CLASSROOM", "1")
     monkeypatch.setenv("BERTVIZ_MAX_RUNS", "1")
-    monkeypatch.setattr(classroom, "client_ip", lambda: "10.0.0.7")
+    monkeypatch.setattr(ui_classroom, "client_ip", lambda: "10.0.0.7")
     teacher = sleeper()
     fake_run(runs_dir, "other", started_by="visitor 10.0.0.8", created=time.time() - 20)
     fake_run(runs_dir, "mine", started_by="visitor 10.0.0.7", created=time.time() - 10)
@@ -372,6 +372,6 @@ def test_a_visitor_cannot_stop_anothers_run_but_controls_its_own(runs_dir, monke
     assert not at.exception and not (runs_dir / "mine").exists()
     assert teacher.poll() is None and runs.read(runs_dir / "teacher").status == "running"
 
-    monkeypatch.setattr(classroom, "client_ip", lambda: None)  # the machine's owner
+    monkeypatch.setattr(ui_classroom, "client_ip", lambda: None)  # the machine's owner
     at = app_test(PAGE).run()
     assert at.button(key="pretrain.stop").label == "Stop" and not at.button(key="pretrain.start").disabled

@@ -1,4 +1,4 @@
-"""How `./lab.sh app` starts the server (bertviz_lab/ui/serve.py): the default model loaded before the first
+"""How `./lab.sh app` starts the server (bertviz_lab/ui/shell/serve.py): the default model loaded before the first
 page asks, torch's OpenMP threads set for a server without leaking into what it starts, no file watcher."""
 
 import logging
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from bertviz_lab.errors import CheckpointError
-from bertviz_lab.ui import models, serve
-from bertviz_lab.ui.state import Model
+from bertviz_lab.ui.shell import models
+from bertviz_lab.ui.shell import serve
+from bertviz_lab.ui.shell.state import Model
 
 ROOT = Path(__file__).resolve().parents[1]
 

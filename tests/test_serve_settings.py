@@ -1,4 +1,4 @@
-"""The server's settings are the lab's own and complete (bertviz_lab/ui/serve.py SETTINGS): a `.streamlit/config.toml`
+"""The server's settings are the lab's own and complete (bertviz_lab/ui/shell/serve.py SETTINGS): a `.streamlit/config.toml`
 in the folder the app is started from changes nothing, and the repository's own file says what the table says, so
 that `streamlit run app.py` from the checkout gets the same."""
 
@@ -16,7 +16,7 @@ import pytest
 from conftest import no_gpu_env
 
 from bench.common import free_port, stop
-from bertviz_lab.ui import serve
+from bertviz_lab.ui.shell import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a shared folder could hold: every cross-origin page may read the server, a planted file is served, the app

@@ -12,18 +12,18 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs
-from bertviz_lab.views import shapes as vs
+from bertviz_lab.views.representations import shapes as vsh
 
 SEED002 = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 TEXT = ["the cat sat on the mat .", "i went to the bank to deposit money .", "it was tired ."]
 
 
 def seed002_model_and_batch(**sizes):
-    return vs.random_model(vs.random_config(vs.SEED002_VOCAB, **{**SEED002, **sizes})), vs.seed002_batch()
+    return vsh.random_model(vsh.random_config(vsh.SEED002_VOCAB, **{**SEED002, **sizes})), vsh.seed002_batch()
 
 
-def seed002_view(**sizes) -> vs.ShapesView:
-    return vs.shapes_of(*seed002_model_and_batch(**sizes))
+def seed002_view(**sizes) -> vsh.ShapesView:
+    return vsh.shapes_of(*seed002_model_and_batch(**sizes))
 
 
 def test_seed002_batch_gives_the_seeds_shapes_and_hidden_64_changes_them():
@@ -37,17 +37,17 @@ def test_seed002_batch_gives_the_seeds_shapes_and_hidden_64_changes_them():
     wider = seed002_view(hidden_size=64)  # seed 002, exercise 2
     assert wider.shapes["last_hidden_state"] == (2, 7, 64) and wider.shapes["pooler_output"] == (2, 64)
     assert "last_hidden_state shape: torch.Size([2, 7, 64])" in wider.printout()
-    np.testing.assert_array_equal(view.ids, vs.SEED002_IDS)
-    np.testing.assert_array_equal(view.attention_mask, vs.SEED002_MASK)
+    np.testing.assert_array_equal(view.ids, vsh.SEED002_IDS)
+    np.testing.assert_array_equal(view.attention_mask, vsh.SEED002_MASK)
     assert view.frame("tokens").loc["sentence 1"].tolist() == ["id 1", "id 5", "id 8", "id 9", "id 2", "[PAD]", "[PAD]"]
 
 
 def test_the_random_model_is_seeded_and_leaves_the_global_generator_alone():
-    config = vs.random_config(vs.SEED002_VOCAB, **SEED002)
+    config = vsh.random_config(vsh.SEED002_VOCAB, **SEED002)
     torch.manual_seed(123)
     expected_next = torch.rand(3)
     torch.manual_seed(123)
-    a, b = vs.random_model(config), vs.random_model(config)
+    a, b = vsh.random_model(config), vsh.random_model(config)
     assert torch.equal(torch.rand(3), expected_next)  # building did not consume the caller's random numbers
     for (name, x), y in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(x, y), name
@@ -55,11 +55,11 @@ def test_the_random_model_is_seeded_and_leaves_the_global_generator_alone():
 
 
 def test_pad_keys_get_weight_exactly_zero_in_every_layer_and_head(tiny_model, tiny_tokenizer):
-    padded = vs.text_batch(tiny_tokenizer, tiny_model, TEXT)
+    padded = vsh.text_batch(tiny_tokenizer, tiny_model, TEXT)
     lengths = padded.batch.lengths
     assert len(set(lengths)) == 3  # three lengths: two sentences padded
     for row, real in enumerate(lengths):
-        view = vs.shapes_of(tiny_model, padded, row)
+        view = vsh.shapes_of(tiny_model, padded, row)
         L, H, T, _ = view.weights.shape
         assert (L, H, T) == (2, 4, max(lengths))
         assert np.all(view.weights[..., real:] == 0.0)  # every query, layer and head: exactly 0
@@ -70,16 +70,16 @@ def test_pad_keys_get_weight_exactly_zero_in_every_layer_and_head(tiny_model, ti
 
 
 def test_a_batch_without_padding_reports_none():
-    model = vs.random_model(vs.random_config(vs.SEED002_VOCAB, **SEED002))
+    model = vsh.random_model(vsh.random_config(vsh.SEED002_VOCAB, **SEED002))
     same = inputs.Batch(torch.tensor([[1, 5, 2], [1, 6, 2]]), torch.zeros(2, 3, dtype=torch.long),
                         torch.ones(2, 3, dtype=torch.long), (3, 3))
-    view = vs.shapes_of(model, vs.Padded(same, (("a",) * 3, ("b",) * 3)))
+    view = vsh.shapes_of(model, vsh.Padded(same, (("a",) * 3, ("b",) * 3)))
     assert view.pad_weight is None and view.alone_difference is None
 
 
 def test_padding_changes_nothing_and_the_mask_is_why(tiny_model, tiny_tokenizer):
-    padded = vs.text_batch(tiny_tokenizer, tiny_model, TEXT)
-    view = vs.shapes_of(tiny_model, padded)
+    padded = vsh.text_batch(tiny_tokenizer, tiny_model, TEXT)
+    view = vsh.shapes_of(tiny_model, padded)
     assert view.alone_difference is not None and view.alone_difference < 1e-5
     batch = padded.batch
     with_mask = inputs.run_batch(tiny_model, batch).hidden_states[-1]
@@ -96,10 +96,10 @@ def test_padding_changes_nothing_and_the_mask_is_why(tiny_model, tiny_tokenizer)
 def test_a_model_without_a_pooler_has_no_pooler_output_and_still_pads_cleanly(tiny_config, tiny_tokenizer):
     torch.manual_seed(0)  # DistilBERT's, RoBERTa's masked-LM and ELECTRA's kind: no pooler
     model = BertForPreTraining(tiny_config, nsp_head=False, pooler=False).eval()
-    view = vs.shapes_of(model, vs.text_batch(tiny_tokenizer, model, TEXT))
+    view = vsh.shapes_of(model, vsh.text_batch(tiny_tokenizer, model, TEXT))
     assert not view.has_pooler and "pooler_output: None (no pooler)" in view.printout()
     assert view.alone_difference is not None and view.alone_difference < 1e-5
-    assert vs.shapes_of(*seed002_model_and_batch()).has_pooler  # the random BERT keeps its pooler
+    assert vsh.shapes_of(*seed002_model_and_batch()).has_pooler  # the random BERT keeps its pooler
 
 
 @pytest.mark.parametrize(("sizes", "message"), [
@@ -111,7 +111,7 @@ def test_a_model_without_a_pooler_has_no_pooler_output_and_still_pads_cleanly(ti
 ])
 def test_bad_sizes_are_input_errors_that_name_the_field(sizes, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        vs.random_config(vs.SEED002_VOCAB, **{**SEED002, **sizes})
+        vsh.random_config(vsh.SEED002_VOCAB, **{**SEED002, **sizes})
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -122,20 +122,20 @@ def test_bad_sizes_are_input_errors_that_name_the_field(sizes, message):
 ])
 def test_bad_sentences_are_input_errors(text, message):
     with pytest.raises(InputError) as caught:
-        vs.sentences(text)
+        vsh.sentences(text)
     assert message in str(caught.value)
 
 
 def test_blank_lines_at_the_ends_are_dropped_and_a_long_sentence_is_refused(tiny_model, tiny_tokenizer):
-    assert vs.sentences("\nthe cat .\nthe dog .\n\n") == ["the cat .", "the dog ."]
+    assert vsh.sentences("\nthe cat .\nthe dog .\n\n") == ["the cat .", "the dog ."]
     with pytest.raises(InputError, match="sentence 2: the text is 102 tokens long; this model reads at most 64"):
-        vs.text_batch(tiny_tokenizer, tiny_model, ["the cat .", "cat " * 100])
+        vsh.text_batch(tiny_tokenizer, tiny_model, ["the cat .", "cat " * 100])
 
 
 # --- The tab in AppTest --------------------------------------------------------------------------
 def _tab(path: str) -> None:
-    from bertviz_lab.ui.models import cached_checkpoint
-    from bertviz_lab.ui.shapes import shapes_tab
+    from bertviz_lab.ui.shell.models import cached_checkpoint
+    from bertviz_lab.ui.representations.shapes import shapes_tab
 
     shapes_tab(cached_checkpoint(path, "cpu"))
 
@@ -210,5 +210,5 @@ def test_edits_survive_a_run_that_does_not_draw_their_widgets(tab):
 def test_a_random_model_spreads_attention_evenly_and_a_trained_one_does_not(shipped):
     random = seed002_view()
     assert random.evenly_spread(0, 0) and random.evenly_spread(1, 3)
-    view = vs.shapes_of(shipped.model, vs.text_batch(shipped.tokenizer, shipped.model, TEXT))
+    view = vsh.shapes_of(shipped.model, vsh.text_batch(shipped.tokenizer, shipped.model, TEXT))
     assert not all(view.evenly_spread(layer, head) for layer in range(4) for head in range(4))

@@ -152,7 +152,7 @@ def test_read_skips_what_is_not_a_snapshot(tmp_path):
 
 def test_publish_ships_the_history_with_the_model(finished_run, tmp_path):
     from bertviz_lab.pretrain.publish import HISTORY, TRAIN_EVERY, publish
-    from bertviz_lab.views import timelapse
+    from bertviz_lab.views.timelapse import history as vt
 
     publish(finished_run, tmp_path / "shipped", eval_batches=1)
     history = tmp_path / "shipped" / HISTORY
@@ -160,7 +160,7 @@ def test_publish_ships_the_history_with_the_model(finished_run, tmp_path):
     train = records.read_metrics(history, "train")
     assert [r["step"] for r in train] == list(range(TRAIN_EVERY, 26, TRAIN_EVERY))
     assert records.read_metrics(history, "eval") == records.read_metrics(finished_run, "eval")
-    lapse = timelapse.from_history(tmp_path / "shipped")
+    lapse = vt.from_history(tmp_path / "shipped")
     assert lapse.steps == [0, 1, 2, 5, 10, 20, 25] and lapse.shape == (2, 2) and len(lapse.eval) == 4
     assert not (history / "syntax.jsonl").exists()  # the run measured no syntax
 

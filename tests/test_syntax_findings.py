@@ -11,7 +11,7 @@ import pytest
 
 from bertviz_lab.corpus.agreement import agreement_pairs
 from bertviz_lab.corpus.tree import Tree
-from bertviz_lab.figures import timelapse_syntax as sfig
+from bertviz_lab.figures import timelapse_syntax as fts
 from bertviz_lab.figures.syntax import CHANCE
 from bertviz_lab.syntax.agreement import Agreement, PairScore, standing, verdict
 from bertviz_lab.syntax.encode import SentenceReading
@@ -19,8 +19,8 @@ from bertviz_lab.syntax.probe import LayerScore, ProbeReport
 from bertviz_lab.syntax.probe_fit import Fit
 from bertviz_lab.syntax.relations import MIN_COUNT, relations_by_head
 from bertviz_lab.syntax.report import SyntaxReport
-from bertviz_lab.views import syntax as vs
-from bertviz_lab.views import timelapse_syntax as vts
+from bertviz_lab.views.syntax import analysis as vs
+from bertviz_lab.views.timelapse import syntax as vts
 
 
 def agreement(right: dict[int, int], n: int = 100, nearest: float = 0.1) -> Agreement:
@@ -139,7 +139,7 @@ def test_the_time_lapse_says_why_its_uuas_is_below_the_syntax_pages_and_keeps_ch
     assert "trains on 300 sentences, there on 900 by default (1,200 read" in note
     assert vts.syntax_page_note(SimpleNamespace(records=[SimpleNamespace(train_sentences=900, test_sentences=300,
                                                                          sentences=1200)])) == ""
-    fig = sfig.agreement_lines([0, 100], np.full((2, 4), 0.5), "t")
+    fig = fts.agreement_lines([0, 100], np.full((2, 4), 0.5), "t")
     assert not fig.layout.annotations and not fig.layout.shapes  # no label drawn over the lines
     assert [t.name for t in fig.data][-1] == CHANCE and fig.data[-1].showlegend is not False
 

@@ -23,7 +23,9 @@ from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.corpus import documents_from_text, read_text_file
 from bertviz_lab.errors import LabError
-from bertviz_lab.views import attention, inputs, predict
+from bertviz_lab.views import inputs
+from bertviz_lab.views.attention import explorer as av
+from bertviz_lab.views.predict import guesses as vpr
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True,
@@ -71,16 +73,16 @@ def sentence_pages(model, tokenizer, text_a: str, text_b: str | None) -> None:
     assert len({w.label for w in words}) == len(words)  # the pills need distinct labels
     clickable = [w.index for w in words if not w.is_mask][:2]
     try:
-        report = predict.explore_masks(model, tokenizer, encoding, clickable, top_k=3, max_steps=2)
+        report = vpr.explore_masks(model, tokenizer, encoding, clickable, top_k=3, max_steps=2)
         assert inputs.sentence(report.encoding.tokens, report.encoding.sequence_ids) and report.independent.masks
-    except predict.NothingMasked as exc:
+    except vpr.NothingMasked as exc:
         one_line(exc)
-    view = attention.explore(model, encoding)
+    view = av.explore(model, encoding)
     assert view.weights.shape[-1] == len(encoding)
-    steps = attention.softmax_steps(view, 0, 0, attention.default_query(view))
+    steps = av.softmax_steps(view, 0, 0, av.default_query(view))
     assert len(steps) == len(encoding)
     try:
-        assert len(attention.prediction_change(model, tokenizer, encoding)) > 0
+        assert len(av.prediction_change(model, tokenizer, encoding)) > 0
     except LabError as exc:  # no [MASK]: the page shows this sentence instead of the table
         one_line(exc)
 

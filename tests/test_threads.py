@@ -15,7 +15,7 @@ import torch
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import ConfigError
-from bertviz_lab.pretrain import threads as threads_mod
+from bertviz_lab.pretrain import threads
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
 from bertviz_lab.pretrain.threads import CHECK_S, FIXED_ENV, Threads
@@ -37,7 +37,7 @@ class Machine:
     at this machine; `advance(s)` lets s seconds pass in steps of 50 ms, each watcher looking before each."""
 
     def __init__(self, monkeypatch, n: int, stolen: float = 0.0):
-        monkeypatch.setattr(threads_mod, "cores", lambda: list(range(n)))
+        monkeypatch.setattr(threads, "cores", lambda: list(range(n)))
         self.n, self.now, self.stolen = n, 100.0, stolen  # stolen: cores' worth a VM's host takes
         self.wanting: dict[str, int] = {}
         self.watchers: dict[str, Threads] = {}
@@ -214,11 +214,11 @@ def test_the_machine_is_read_for_real():
     """While this process spins on one core, own_seconds counts it, and the idle time of its cores falls short
     of all of them by about that much. It spins until it has used 0.3 s of CPU, not for 0.3 s of wall time: on a
     machine busy with other programs 0.3 s of wall time gave it 0.09 s of CPU."""
-    cpus = threads_mod.cores()
-    (idle, stolen), own, start = threads_mod.cpu_seconds(cpus), threads_mod.own_seconds(), time.perf_counter()
-    while threads_mod.own_seconds() - own < 0.3 and time.perf_counter() - start < 60:
+    cpus = threads.cores()
+    (idle, stolen), own, start = threads.cpu_seconds(cpus), threads.own_seconds(), time.perf_counter()
+    while threads.own_seconds() - own < 0.3 and time.perf_counter() - start < 60:
         pass
-    (idle2, stolen2), own2, wall = threads_mod.cpu_seconds(cpus), threads_mod.own_seconds(), time.perf_counter() - start
+    (idle2, stolen2), own2, wall = threads.cpu_seconds(cpus), threads.own_seconds(), time.perf_counter() - start
     assert own2 - own >= 0.3  # the spinning, counted in clock ticks (within a minute, however busy the machine)
     assert idle2 - idle <= len(cpus) * wall - (own2 - own) + 0.05  # our spinning was not idle time
     assert 0 <= stolen2 - stolen <= len(cpus) * wall + 0.05

@@ -1,9 +1,9 @@
-"""views/timelapse.py on frames made by hand: when a head forms, aligned word positions, the diff of two steps."""
+"""views/timelapse/history.py on frames made by hand: when a head forms, aligned word positions, the diff of two steps."""
 
 import numpy as np
 
-from bertviz_lab.views import timelapse as vt
-from bertviz_lab.views.timelapse_frames import Frame
+from bertviz_lab.views.timelapse import history as vt
+from bertviz_lab.views.timelapse.frames import Frame
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "[SEP]"]
 
@@ -125,10 +125,10 @@ def test_the_guess_table_gives_the_top_guess_and_its_own_probability():
 
 
 def test_the_role_chart_says_its_frames_are_not_to_scale_and_draws_uniform_attention():
-    from bertviz_lab.figures import timelapse as tfig
+    from bertviz_lab.figures import timelapse as ft
 
     steps = [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 1500]
-    fig = tfig.role_lines(steps, np.zeros((len(steps), 1, 2)), "previous", 3, "roles", chance=0.09)
+    fig = ft.role_lines(steps, np.zeros((len(steps), 1, 2)), "previous", 3, "roles", chance=0.09)
     axis = fig.layout.xaxis
     assert "checkpoint" in axis.title.text and "not to scale" in axis.title.text
     assert list(axis.tickvals) == list(range(len(steps))) and axis.ticktext[-1] == "1,500"
@@ -136,7 +136,7 @@ def test_the_role_chart_says_its_frames_are_not_to_scale_and_draws_uniform_atten
 
 
 def test_the_word_map_note_gives_the_share_drawn_and_the_share_left_out():
-    from bertviz_lab.ui.timelapse import word_map_note
+    from bertviz_lab.ui.timelapse.player import word_map_note
 
     note = word_map_note(25, 0.26, "Written out: the first word of each group (cat, sat).")
     assert "25 words" in note and "hold 26% of the variance" in note and "other 74%" in note
@@ -144,7 +144,7 @@ def test_the_word_map_note_gives_the_share_drawn_and_the_share_left_out():
 
 
 def test_the_word_map_labels_are_the_ones_its_note_names():
-    from bertviz_lab.ui.timelapse import MAP_LABELS, map_labels
+    from bertviz_lab.ui.timelapse.player import MAP_LABELS, map_labels
 
     words, groups = ["cat", "dog", "sat", "ran", "the", "a"], ["animals"] * 2 + ["verbs"] * 2 + ["function"] * 2
     labels, note = map_labels(words, groups, ["[CLS]", "the", "dog", "ran", ".", "[SEP]"])

@@ -1,4 +1,4 @@
-"""Syntax as it forms (views/timelapse_syntax.py, ui/timelapse_syntax.py): a tiny run's kept checkpoints measured
+"""Syntax as it forms (views/timelapse/syntax.py, ui/timelapse/syntax.py): a tiny run's kept checkpoints measured
 into syntax.jsonl, one record a step, each the numbers `analyse` gives on that checkpoint; a rerun measures only
 what is new; a damaged file is read line by line; and the Time-lapse page's section, its button and its charts."""
 
@@ -19,10 +19,10 @@ from bertviz_lab.errors import InputError
 from bertviz_lab.pretrain import checkpoints, process
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.syntax.report import analyse, story_corpus
-from bertviz_lab.ui import state
-from bertviz_lab.views import syntax as vs
-from bertviz_lab.views import timelapse_syntax as vts
-from bertviz_lab.views.timelapse_syntax_records import HeadScore, SyntaxAt, SyntaxHistory, as_record, write
+from bertviz_lab.ui.shell import state
+from bertviz_lab.views.syntax import analysis as vs
+from bertviz_lab.views.timelapse import syntax as vts
+from bertviz_lab.views.timelapse.syntax_file import HeadScore, SyntaxAt, SyntaxHistory, as_record, write
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

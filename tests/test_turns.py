@@ -1,11 +1,11 @@
-"""Script runs take turns (ui/turns.py): at most TURNS at once, a long wait goes ahead anyway, and a turn
+"""Script runs take turns (ui/shell/turns.py): at most TURNS at once, a long wait goes ahead anyway, and a turn
 is given back whatever the block does (st.stop and st.rerun raise through it)."""
 
 import threading
 
 import pytest
 
-from bertviz_lab.ui import turns
+from bertviz_lab.ui.shell import turns
 
 
 def hold_every_turn():

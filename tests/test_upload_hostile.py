@@ -19,10 +19,10 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lab import files
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures import export
-from bertviz_lab.figures import finetune as figs
-from bertviz_lab.finetune import data
-from bertviz_lab.figures import handout
-from bertviz_lab.ui.widgets import plain
+from bertviz_lab.figures import finetune as ff
+from bertviz_lab.finetune import data as ft_data
+from bertviz_lab.figures import handout as fh
+from bertviz_lab.ui.kit.widgets import plain
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "finetune.py")
 HOSTILE = ['=HYPERLINK("http://x","y")', "+cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "\tX", "\rX"]
@@ -34,7 +34,7 @@ def good(n: int = 12, header: str = "text,label") -> str:
 
 def refused(raw: bytes, name: str = "class.csv") -> str:
     with pytest.raises(InputError) as caught:
-        data.parse_csv(raw, name)
+        ft_data.parse_csv(raw, name)
     message = str(caught.value)
     assert "\n" not in message and "Traceback" not in message
     return message
@@ -46,7 +46,7 @@ def test_a_huge_cell_names_its_row_column_and_the_limit():
     rows[3] = "x" * 19_000_000 + ",ok"
     message = refused("\n".join(rows).encode())
     assert message == (f"row 4: the text cell has 19,000,000 characters and a cell may hold at most "
-                       f"{data.MAX_CELL_CHARS:,}; shorten it or split it over several rows")
+                       f"{ft_data.MAX_CELL_CHARS:,}; shorten it or split it over several rows")
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
@@ -57,7 +57,7 @@ def test_a_utf16_file_is_named_as_such_with_or_without_its_bom(encoding):
 
 
 def test_blank_lines_before_the_header_are_skipped_and_rows_keep_their_line_numbers():
-    task = data.parse_csv(("\n \n,,\n" + good()).encode())
+    task = ft_data.parse_csv(("\n \n,,\n" + good()).encode())
     assert set(task.labels) == {"ok", "no"} and len(task.train) + len(task.dev) + len(task.test) == 12
     broken = "\n\n" + good().replace(".,ok\n", ".,\n", 1)  # the first 'ok' row is file line 5
     assert refused(broken.encode()) == "row 5: the label column is empty"
@@ -84,7 +84,7 @@ def test_a_repeated_column_name_is_refused_by_name(header, twice, where):
 
 
 def test_empty_header_cells_may_repeat():
-    task = data.parse_csv(good(header="text,label,,").replace(",ok\n", ",ok,,\n").encode())
+    task = ft_data.parse_csv(good(header="text,label,,").replace(",ok\n", ",ok,,\n").encode())
     assert set(task.labels) == {"ok", "no"}
 
 
@@ -110,7 +110,7 @@ def hostile_task():
     writer.writerow(["text", "label", "split"])
     for i in range(24):
         writer.writerow([f"{HOSTILE[i % 6]} sentence {i}", HOSTILE[i % 6], "dev" if i >= 18 else "train"])
-    return data.parse_csv(out.getvalue().encode(), "hostile.csv")
+    return ft_data.parse_csv(out.getvalue().encode(), "hostile.csv")
 
 
 def hostile_figures(task) -> list:
@@ -118,9 +118,9 @@ def hostile_figures(task) -> list:
     texts = [e.text for e in task.dev]
     rng = np.random.default_rng(0)
     points = rng.normal(size=(2, len(texts), 2)) - 1.0  # negative floats among them
-    return [figs.confusion_heatmap(np.eye(len(labels), dtype=int) * 3, labels, "=confusion"),
-            figs.probability_bars(labels, np.linspace(0.1, 0.3, len(labels))),
-            figs.before_after(points, np.array([[0.5, 0.2], [0.6, 0.1]]), [e.label for e in task.dev], texts,
+    return [ff.confusion_heatmap(np.eye(len(labels), dtype=int) * 3, labels, "=confusion"),
+            ff.probability_bars(labels, np.linspace(0.1, 0.3, len(labels))),
+            ff.before_after(points, np.array([[0.5, 0.2], [0.6, 0.1]]), [e.label for e in task.dev], texts,
                               "before and after")]
 
 
@@ -185,9 +185,9 @@ def test_every_csv_in_the_handout_zip_is_inert():
     task = hostile_task()
     frame = pd.DataFrame({"text": [e.text for e in task.dev], "label": [e.label for e in task.dev],
                           "margin": np.linspace(-1.5, 1.5, len(task.dev))})
-    page = handout.Page("Fine-tune", None, tuple((f"fig{i}", f) for i, f in enumerate(hostile_figures(task))),
+    page = fh.Page("Fine-tune", None, tuple((f"fig{i}", f) for i, f in enumerate(hostile_figures(task))),
                         (("dev examples", frame), ("by label", frame.set_index("label"))))
-    z = zipfile.ZipFile(io.BytesIO(handout.handout_zip([page], draw=lambda fig, fmt: b"fake")))
+    z = zipfile.ZipFile(io.BytesIO(fh.handout_zip([page], draw=lambda fig, fmt: b"fake")))
     names = [n for n in z.namelist() if n.endswith(".csv")]
     assert len(names) == 5
     for name in names:
@@ -199,7 +199,7 @@ def test_every_csv_in_the_handout_zip_is_inert():
 MENU = """
 import numpy as np
 from bertviz_lab.figures import finetune as figs
-from bertviz_lab.ui.widgets import chart
+from bertviz_lab.ui.kit.widgets import chart
 labels = {labels!r}
 chart(figs.probability_bars(labels, np.linspace(-0.3, 0.3, len(labels))), "hostile")
 """

@@ -13,7 +13,7 @@ from bertviz_lab.errors import ConfigError, InputError
 from bertviz_lab.figures.training import Curves
 from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import TrainConfig
-from bertviz_lab.views import pretrain as vp
+from bertviz_lab.views.pretrain import live as vp
 
 SENTENCE = "The cat sat on the mat and looked at the rain over the quiet city."
 
@@ -228,7 +228,7 @@ def test_the_help_and_the_curves_note_say_the_built_in_sentences_recur():
     from bertviz_lab.pretrain.corpus_setup import HELD_OUT_SEED
     from bertviz_lab.pretrain.data import DocumentSource, _mix
     from bertviz_lab.pretrain.loop import EVAL_STREAM, TRAIN_STREAM
-    from bertviz_lab.ui.pretrain import CURVES_NOTE
+    from bertviz_lab.ui.pretrain.live import CURVES_NOTE
 
     sentences = [s for story in StoryGenerator(0).stories(2000) for s in story]
     assert len(set(sentences)) < 0.9 * len(sentences)  # about a fifth are repeats

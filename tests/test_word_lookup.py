@@ -18,9 +18,9 @@ from bertviz_lab.cli import main
 from bertviz_lab.corpus.senses import examples
 from bertviz_lab.errors import InputError
 from bertviz_lab.views import inputs
-from bertviz_lab.views import neighbours as nv
-from bertviz_lab.views import representations as rv
-from bertviz_lab.views import words
+from bertviz_lab.views.representations import neighbours as nv
+from bertviz_lab.views.representations import vectors as rv
+from bertviz_lab.views.representations import words
 
 MEMBERS = ["bert", "bert-cased", "distilbert", "roberta", "xlm-roberta", "electra-generator", "albert"]
 MONEY, RIVER, START = "i went to the bank to deposit money .", "he sat by the river bank.", "Bank robbers are rare ."

@@ -1,4 +1,4 @@
-"""bertviz_lab.views.worked: the seeds' hand computations, exactly, and the printed-vs-exact flags."""
+"""bertviz_lab.views.worked.forward_pass: the seeds' hand computations, exactly, and the printed-vs-exact flags."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.worked import weight_bars
-from bertviz_lab.views import onehot
-from bertviz_lab.views import worked as w
+from bertviz_lab.views.worked import onehot
+from bertviz_lab.views.worked import forward_pass as worked
 
 
 def softmax(xs: list[float]) -> list[float]:
@@ -25,29 +25,29 @@ def seed001_embeddings() -> pd.DataFrame:
 
 
 def test_attention_softmax_of_the_seed_scores_is_exact():
-    steps = w.softmax_table(w.SEED000_TOKENS, w.SEED000_SCORES)
-    assert steps.total == pytest.approx(sum(math.exp(s) for s in w.SEED000_SCORES), rel=1e-12)
+    steps = worked.softmax_table(worked.SEED000_TOKENS, worked.SEED000_SCORES)
+    assert steps.total == pytest.approx(sum(math.exp(s) for s in worked.SEED000_SCORES), rel=1e-12)
     assert steps.total == pytest.approx(18.54529, abs=1e-5)
-    assert steps.table["weight"].tolist() == pytest.approx(softmax(list(w.SEED000_SCORES)), rel=1e-12)
+    assert steps.table["weight"].tolist() == pytest.approx(softmax(list(worked.SEED000_SCORES)), rel=1e-12)
     assert steps.table["weight"].sum() == pytest.approx(1.0)
-    assert steps.table["token"].tolist() == list(w.SEED000_TOKENS) and steps.shift == 0
+    assert steps.table["token"].tolist() == list(worked.SEED000_TOKENS) and steps.shift == 0
     assert steps.checks is None and "matches print?" not in steps.table
 
 
 def test_attention_flags_only_the_weight_of_mat_as_off():
-    steps = w.softmax_table(w.SEED000_TOKENS, w.SEED000_SCORES, w.SEED000_ATTENTION_PRINTED)
+    steps = worked.softmax_table(worked.SEED000_TOKENS, worked.SEED000_SCORES, worked.SEED000_ATTENTION_PRINTED)
     assert steps.table["matches print?"].tolist() == [True] * 6 + [False, True]
     wrong = steps.checks[~steps.checks["within rounding?"]]
     assert wrong["figure"].tolist() == ["weight of mat"]
-    exact = math.exp(0.7) / sum(math.exp(s) for s in w.SEED000_SCORES)
+    exact = math.exp(0.7) / sum(math.exp(s) for s in worked.SEED000_SCORES)
     assert f"{exact:.3f}" == "0.109"
     assert wrong["which is right"].iloc[0] == "✗ should be 0.109 (the seed used its rounded figures)"
     assert len(steps.checks) == 17  # 8 exp values, the sum, 8 weights
 
 
 def test_mlm_loss_probabilities_and_baseline_are_exact():
-    result = w.mlm_loss_table(w.SEED000_WORDS, w.SEED000_LOGITS, w.SEED000_TRUE)
-    total = sum(math.exp(x) for x in w.SEED000_LOGITS)
+    result = worked.mlm_loss_table(worked.SEED000_WORDS, worked.SEED000_LOGITS, worked.SEED000_TRUE)
+    total = sum(math.exp(x) for x in worked.SEED000_LOGITS)
     assert result.total == pytest.approx(total, rel=1e-12)
     assert result.p_true == pytest.approx(math.exp(2.5) / total, rel=1e-12)
     assert result.p_true == pytest.approx(0.63022, abs=1e-5)
@@ -58,7 +58,7 @@ def test_mlm_loss_probabilities_and_baseline_are_exact():
 
 
 def test_mlm_flags_the_sum_and_the_baseline_but_not_the_loss():
-    result = w.mlm_loss_table(w.SEED000_WORDS, w.SEED000_LOGITS, 0, w.SEED000_MLM_PRINTED)
+    result = worked.mlm_loss_table(worked.SEED000_WORDS, worked.SEED000_LOGITS, 0, worked.SEED000_MLM_PRINTED)
     checks = result.checks.set_index("figure")
     assert sorted(checks.index[~checks["within rounding?"]]) == ["uniform loss −ln(1/V)", "Σ exp"]
     # 0.4617 rounds to the printed 0.462, as does −ln(0.630) = 0.4620 from the seed's rounded p
@@ -71,9 +71,9 @@ def test_mlm_flags_the_sum_and_the_baseline_but_not_the_loss():
 
 
 def test_within_rounding_uses_the_printed_decimals():
-    assert w.within_rounding(0.10859, "0.109") and not w.within_rounding(0.10859, "0.108")
-    assert w.within_rounding(18.5453, "18.55") and not w.within_rounding(19.3305, "19.34")
-    assert w.within_rounding(1.0, "1") and not w.within_rounding(1.6, "1")
+    assert worked.within_rounding(0.10859, "0.109") and not worked.within_rounding(0.10859, "0.108")
+    assert worked.within_rounding(18.5453, "18.55") and not worked.within_rounding(19.3305, "19.34")
+    assert worked.within_rounding(1.0, "1") and not worked.within_rounding(1.6, "1")
 
 
 def test_one_hot_attention_without_and_with_scaling():
@@ -111,31 +111,31 @@ def test_side_by_side_and_a_general_embedding():
     (" ".join(["1"] * 65), "65 scores is too many")])
 def test_parser_rejects_bad_input_with_its_message(text, message):
     with pytest.raises(InputError, match=message):
-        w.parse_numbers(text, ["a", "b", "c"], "scores")
+        worked.parse_numbers(text, ["a", "b", "c"], "scores")
 
 
 def test_parser_accepts_commas_semicolons_and_the_typographic_minus():
-    np.testing.assert_array_equal(w.parse_numbers("0.1, 1.8;−0.9  2"), [0.1, 1.8, -0.9, 2.0])
-    assert w.parse_labels("  [CLS] The  cat ") == ["[CLS]", "The", "cat"]
+    np.testing.assert_array_equal(worked.parse_numbers("0.1, 1.8;−0.9  2"), [0.1, 1.8, -0.9, 2.0])
+    assert worked.parse_labels("  [CLS] The  cat ") == ["[CLS]", "The", "cat"]
     with pytest.raises(InputError, match="Type the words"):
-        w.parse_labels("   ", "words")
+        worked.parse_labels("   ", "words")
 
 
 def test_big_scores_do_not_overflow():
-    steps = w.softmax_table(["a", "b"], [1000.0, 999.0])
+    steps = worked.softmax_table(["a", "b"], [1000.0, 999.0])
     assert steps.shift == 1000.0 and steps.exp_column == "exp(score − max)"
     assert steps.table["weight"].tolist() == pytest.approx(softmax([1, 0]))
-    low = w.softmax_table(["a", "b"], [-1000.0, -1001.0])
+    low = worked.softmax_table(["a", "b"], [-1000.0, -1001.0])
     assert low.table["weight"].tolist() == pytest.approx(softmax([1, 0]))
-    mlm = w.mlm_loss_table(["a", "b"], [1000.0, -1000.0], 1)
+    mlm = worked.mlm_loss_table(["a", "b"], [1000.0, -1000.0], 1)
     assert mlm.loss == pytest.approx(2000.0) and math.isfinite(mlm.loss)
 
 
 def test_bad_tables_raise_input_errors():
     with pytest.raises(InputError, match="one logit per word"):
-        w.mlm_loss_table(["a", "b"], [1.0], 0)
+        worked.mlm_loss_table(["a", "b"], [1.0], 0)
     with pytest.raises(InputError, match="true word"):
-        w.mlm_loss_table(["a", "b"], [1.0, 2.0], 5)
+        worked.mlm_loss_table(["a", "b"], [1.0, 2.0], 5)
     e = seed001_embeddings()
     e.loc[0, "dim 1"] = np.nan
     with pytest.raises(InputError, match="needs a number"):
@@ -155,12 +155,12 @@ def test_weight_bars_show_the_values_and_escape_labels():
 
 
 def test_scores_given_as_plain_dot_products_are_divided_by_sqrt_d_head():
-    steps = w.softmax_table(["a", "b", "c"], [2.0, 4.0, 0.0], d_head=4)
+    steps = worked.softmax_table(["a", "b", "c"], [2.0, 4.0, 0.0], d_head=4)
     assert steps.table["q·k"].tolist() == [2.0, 4.0, 0.0]
     assert steps.table["score"].tolist() == [1.0, 2.0, 0.0]  # ÷ √4
     assert steps.table["weight"].tolist() == pytest.approx(softmax([1.0, 2.0, 0.0]))
     assert steps.d_head == 4 and steps.exp_column == "exp(score)"
-    as_given = w.softmax_table(["a", "b", "c"], [2.0, 4.0, 0.0])
+    as_given = worked.softmax_table(["a", "b", "c"], [2.0, 4.0, 0.0])
     assert "q·k" not in as_given.table and as_given.d_head is None
     assert as_given.table["weight"].tolist() == pytest.approx(softmax([2.0, 4.0, 0.0]))
 
@@ -168,4 +168,4 @@ def test_scores_given_as_plain_dot_products_are_divided_by_sqrt_d_head():
 @pytest.mark.parametrize("d_head", [0, -3, 2.5, True, "64", 10**9])
 def test_a_bad_d_head_is_refused_in_words(d_head):
     with pytest.raises(InputError, match="d_head"):
-        w.softmax_table(["a", "b"], [1.0, 2.0], d_head=d_head)
+        worked.softmax_table(["a", "b"], [1.0, 2.0], d_head=d_head)

@@ -1,4 +1,4 @@
-"""Your sentence follows you (ui/yours.py), in AppTest on the whole app: typed on one page, the next opens on it;
+"""Your sentence follows you (ui/kit/yours.py), in AppTest on the whole app: typed on one page, the next opens on it;
 a link's sentence is kept; a pair page keeps its pair for a single sentence; stale choices never raise. And the
 Attention page's query picker after a new sentence: the same token at the same position, or the default."""
 
@@ -7,8 +7,8 @@ from pathlib import Path
 from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lab.ui.models import DEFAULT_CHECKPOINT, cached_checkpoint
-from bertviz_lab.ui.state import Attention, Losses, Predict
+from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT, cached_checkpoint
+from bertviz_lab.ui.shell.state import Attention, Losses, Predict
 from bertviz_lab.views import inputs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

@@ -37,19 +37,19 @@ import argparse
 import os
 import sys
 
-from bertviz_lab.cli import app, explain, explore, finetune, syntax, training
+from bertviz_lab.cli import app as cli_app, explain, explore, finetune, syntax, training
 from bertviz_lab.cli.common import EXIT_USAGE
 from bertviz_lab.cli.explore import model_card
 from bertviz_lab.errors import LabError
 
 __all__ = ["EXIT_USAGE", "build_parser", "console", "main", "model_card"]
-COMMANDS = {**app.COMMANDS, **explore.COMMANDS, **explain.COMMANDS, **syntax.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
+COMMANDS = {**cli_app.COMMANDS, **explore.COMMANDS, **explain.COMMANDS, **syntax.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
 
 
 def build_parser(prog: str = "python -m bertviz_lab") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Watch BERT work.")
     sub = parser.add_subparsers(dest="command", required=True)
-    app.add_parser(sub)
+    cli_app.add_parser(sub)
     explore.add_parsers(sub)  # predict, similarity, lens, heads, info
     explain.add_parser(sub)  # attribute
     syntax.add_parser(sub)

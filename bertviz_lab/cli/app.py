@@ -5,7 +5,7 @@ this): `--classroom` and `--max-runs` are ours, every other argument goes to Str
 In classroom mode the server listens on every interface, prints the address students open (bertviz_lab.classroom's
 banner) and lets visitors train at most N runs at once; Streamlit's own banner and browser use localhost.
 
-The server itself is bertviz_lab.ui.serve, run by this copy of the lab, in this process's place (exec), so Ctrl+C
+The server itself is bertviz_lab.ui.shell.serve, run by this copy of the lab, in this process's place (exec), so Ctrl+C
 and a service manager's signals reach Streamlit directly; the cli layer never imports Streamlit.
 """
 
@@ -58,7 +58,7 @@ def serve_command(args, streamlit_args: list[str]) -> tuple[list[str], dict[str,
         streamlit_args = [*NETWORK, *streamlit_args]
     # `python -m` would put the working folder first on the path, so a checkout there would be served instead of
     # this copy of the lab: the folder that holds this bertviz_lab goes first instead.
-    start = f"import sys; sys.path[0] = {str(PACKAGE.parent)!r}; from bertviz_lab.ui.serve import main; main(sys.argv[1:])"
+    start = f"import sys; sys.path[0] = {str(PACKAGE.parent)!r}; from bertviz_lab.ui.shell.serve import main; main(sys.argv[1:])"
     return [sys.executable, "-c", start, *streamlit_args], env
 
 

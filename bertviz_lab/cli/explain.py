@@ -1,5 +1,5 @@
 """The `attribute` command: which tokens made the model guess what it guessed at a [MASK], by eight attribution
-methods side by side (views/why.py runs them; explain/ holds the methods), as a table or as JSON."""
+methods side by side (views/why/explanation.py runs them; explain/ holds the methods), as a table or as JSON."""
 
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_attribute(args) -> int:
-    from bertviz_lab.views import inputs, why
+    from bertviz_lab.views import inputs
+    from bertviz_lab.views.why import explanation as vw
 
     if args.mask is not None and args.mask < 1:
         raise InputError(f"--mask counts the [MASK]s from 1 (the first is 1), got {args.mask}")
@@ -79,12 +80,12 @@ def cmd_attribute(args) -> int:
     _check_options(args, discriminator)
     encoding = inputs.encode(tokenizer, model, args.text, args.text_b, allow_truncation=False)
     with Bar() as bar:
-        result = why.why(model, tokenizer, encoding, mask=(args.mask or 1) - 1, target=args.target,
+        result = vw.why(model, tokenizer, encoding, mask=(args.mask or 1) - 1, target=args.target,
                          contrast=args.contrast, top_k=args.top_k, layer=args.layer, head=args.head,
                          position=args.position, progress=bar)
-        deletion = why.deletion_for(result, progress=bar) if args.deletion else None
+        deletion = vw.deletion_for(result, progress=bar) if args.deletion else None
     if args.json:
-        print(json.dumps(why.json_report(result, deletion), indent=2, ensure_ascii=False))
+        print(json.dumps(vw.json_report(result, deletion), indent=2, ensure_ascii=False))
         return 0
     print("\n".join(report_lines(result, deletion)))
     return 0
@@ -119,7 +120,7 @@ def report_lines(result, deletion=None) -> list[str]:
 def deletion_lines(deletion, p: str = "p(target)") -> list[str]:
     """Each method's AOPC, the random orders' bar, and which methods cleared it (`p`: what the curves follow)."""
     from bertviz_lab.explain.checks import deletion_sentence
-    from bertviz_lab.views.why import TITLES
+    from bertviz_lab.views.why.explanation import TITLES
 
     random, width = deletion.random_aopc, max(map(len, TITLES.values()))
     lines = _wrapped(f"deletion: AOPC, the mean drop of {p} as the words are masked in each method's order "

@@ -37,11 +37,12 @@ def add_parsers(sub) -> None:
 
 
 def cmd_predict(args) -> int:
-    from bertviz_lab.views import inputs, predict
+    from bertviz_lab.views import inputs
+    from bertviz_lab.views.predict import guesses as vpr
 
     ckpt = load(args)
     encoding = inputs.encode(ckpt.tokenizer, ckpt.model, args.text, args.text_b, allow_truncation=False)
-    prediction = predict.predict_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=args.top_k)
+    prediction = vpr.predict_masks(ckpt.model, ckpt.tokenizer, encoding, top_k=args.top_k)
     if args.json:
         print(json.dumps({"tokens": encoding.tokens, "filled": prediction.filled, "masks": [
             {"position": m.position, "entropy": m.entropy,
@@ -57,20 +58,20 @@ def cmd_predict(args) -> int:
 
 
 def cmd_similarity(args) -> int:
-    from bertviz_lab.views import representations
+    from bertviz_lab.views.representations import vectors as rv
 
     blank = [n for n, text in enumerate(args.sentences, 1) if not text.strip()]
     if blank:  # the view skips blank lines, which would shift the numbers its messages and output use
         raise InputError(f"sentence {blank[0]} is empty")
     ckpt = load(args)
-    wic = representations.word_in_context(ckpt.model, ckpt.tokenizer, args.word, args.sentences)
-    sims = representations.cosines(wic.vectors)  # (L + 1, S, S)
+    wic = rv.word_in_context(ckpt.model, ckpt.tokenizer, args.word, args.sentences)
+    sims = rv.cosines(wic.vectors)  # (L + 1, S, S)
     if args.json:
         print(json.dumps({"word": wic.word, "sentences": list(wic.sentences), "layers": sims.tolist(),
                           "tokens": [list(spelling) for spelling in wic.spellings]}, indent=2, ensure_ascii=False))
         return 0
     if len(set(wic.spellings)) > 1:  # e.g. RoBERTa's "bank" at a sentence's start, "Ġbank" after a space
-        print(printable(representations.spelling_note(wic)))
+        print(printable(rv.spelling_note(wic)))
     elif len(wic.pieces) > 1:
         print(f"{one_line(wic.word)!r} is {len(wic.pieces)} word pieces ({printable(' '.join(wic.pieces))}): "
               "its vector is their mean")
@@ -86,14 +87,15 @@ def cmd_similarity(args) -> int:
 
 def cmd_lens(args) -> int:
     """--top-k outside 1..vocabulary size is an error (as for `predict`), not silently clamped."""
-    from bertviz_lab.views import inputs, representations
+    from bertviz_lab.views import inputs
+    from bertviz_lab.views.representations import vectors as rv
 
     ckpt = load(args)
     tokenizer = ckpt.tokenizer
     if not 1 <= args.top_k <= tokenizer.vocab_size:
         raise InputError(f"top-k must be between 1 and {tokenizer.vocab_size}, got {args.top_k}")
     encoding = inputs.encode(tokenizer, ckpt.model, args.text, allow_truncation=False)
-    lens = representations.logit_lens(ckpt.model, encoding, tokenizer.mask_id)
+    lens = rv.logit_lens(ckpt.model, encoding, tokenizer.mask_id)
     tops = [[[(tokenizer.id_to_token(i), p) for i, p in mask.top(layer, args.top_k)]
              for layer in range(mask.probs.shape[0])] for mask in lens.masks]
     if args.json:

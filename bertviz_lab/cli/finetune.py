@@ -80,11 +80,11 @@ def cmd_finetune(args) -> int:
     from dataclasses import fields
 
     from bertviz_lab.bert.device import resolve_device
-    from bertviz_lab.finetune import runs
+    from bertviz_lab.finetune import runs as ft_runs
     from bertviz_lab.finetune.config import FinetuneConfig
     from bertviz_lab.pretrain import process
 
-    process.check_settings(runs.KIND)  # a bad BERTVIZ_THREADS: one sentence before any folder, as `train`
+    process.check_settings(ft_runs.KIND)  # a bad BERTVIZ_THREADS: one sentence before any folder, as `train`
     run_dir = Path(args.run_dir)
     cfg = None
     if args.resume:
@@ -97,13 +97,13 @@ def cmd_finetune(args) -> int:
         process.refuse_used(run_dir)
         cfg = config_of(args)
         resolve_device(cfg.device)  # --device cuda on a machine without one: refused before the folder is made
-        runs.check(cfg)
+        ft_runs.check(cfg)
     process.tune_allocator()
-    return process.execute(run_dir, cfg, args.resume, args.argv, job=runs.FINETUNE)
+    return process.execute(run_dir, cfg, args.resume, args.argv, job=ft_runs.FINETUNE)
 
 
 def cmd_classify(args) -> int:
-    from bertviz_lab.views.finetune import classify
+    from bertviz_lab.views.finetune.classifier import classify
 
     if not args.text.strip():
         raise InputError("the text is empty")

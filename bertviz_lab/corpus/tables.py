@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from bertviz_lab.corpus import lexicon as L
+from bertviz_lab.corpus import lexicon
 from bertviz_lab.corpus import phrases as P
 from bertviz_lab.corpus.morph import Noun, Verb, parse_nouns, parse_verbs
 
@@ -29,51 +29,51 @@ def _mass(spec: str) -> tuple[Noun, ...]:
 
 def _feed() -> tuple[Noun, ...]:
     """Everything some animal eats, as mass nouns ("the cat ate fish")."""
-    return _mass(" ".join(sorted({f for foods in L.ANIMAL_FOOD.values() for f in foods.split()})))
+    return _mass(" ".join(sorted({f for foods in lexicon.ANIMAL_FOOD.values() for f in foods.split()})))
 
 
 # Category name (as used in template slots) -> its words: Nouns, or plain strings.
 CATEGORIES: dict[str, tuple] = {
     # animals
-    "pet": _nouns(L.PETS), "farm": _nouns(L.FARM_ANIMALS), "wild": _nouns(L.WILD_ANIMALS),
-    "water": _nouns(L.WATER_ANIMALS), "small": _nouns(L.SMALL_ANIMALS),
-    "animal": _nouns(L.PETS, L.FARM_ANIMALS, L.WILD_ANIMALS, L.WATER_ANIMALS, L.SMALL_ANIMALS,
+    "pet": _nouns(lexicon.PETS), "farm": _nouns(lexicon.FARM_ANIMALS), "wild": _nouns(lexicon.WILD_ANIMALS),
+    "water": _nouns(lexicon.WATER_ANIMALS), "small": _nouns(lexicon.SMALL_ANIMALS),
+    "animal": _nouns(lexicon.PETS, lexicon.FARM_ANIMALS, lexicon.WILD_ANIMALS, lexicon.WATER_ANIMALS, lexicon.SMALL_ANIMALS,
                      "animal"),
-    "feed": _feed(), "abody": _mass(L.ANIMAL_BODY), "apair": _nouns(L.ANIMAL_PAIRS),
+    "feed": _feed(), "abody": _mass(lexicon.ANIMAL_BODY), "apair": _nouns(lexicon.ANIMAL_PAIRS),
     # people
-    "male": _words(L.MALE_NAMES), "female": _words(L.FEMALE_NAMES),
-    "man": _nouns(L.MEN), "woman": _nouns(L.WOMEN), "job": _nouns(L.JOBS),
-    "role": _nouns(L.JOBS, L.OTHER_ROLES), "kin": _words(L.KIN),
-    "hbody": _mass(L.HUMAN_BODY), "hpair": _nouns(L.HUMAN_PAIRS),
+    "male": _words(lexicon.MALE_NAMES), "female": _words(lexicon.FEMALE_NAMES),
+    "man": _nouns(lexicon.MEN), "woman": _nouns(lexicon.WOMEN), "job": _nouns(lexicon.JOBS),
+    "role": _nouns(lexicon.JOBS, lexicon.OTHER_ROLES), "kin": _words(lexicon.KIN),
+    "hbody": _mass(lexicon.HUMAN_BODY), "hpair": _nouns(lexicon.HUMAN_PAIRS),
     # things
-    "seat": _nouns(L.SEATS) + _mass(L.FIXED_SEATS), "room": _mass(L.ROOMS),
-    "kitchenware": _nouns(L.KITCHENWARE),
-    "thing": _nouns(L.THINGS), "paper": _nouns(L.PAPERS), "readable": _nouns(L.READABLE),
-    "toy": _nouns(L.TOYS), "openable": _nouns(L.OPENABLES), "clothes": _nouns(L.CLOTHES),
-    "vehicle": _nouns(L.ROAD_VEHICLES), "trip": _nouns(L.TRIP_VEHICLES),
-    "ride": _words(L.RIDES), "instrument": _nouns(L.INSTRUMENTS), "sport": _words(L.SPORTS),
-    "company": _words(L.COMPANIES), "device": _nouns(L.DEVICES),
+    "seat": _nouns(lexicon.SEATS) + _mass(lexicon.FIXED_SEATS), "room": _mass(lexicon.ROOMS),
+    "kitchenware": _nouns(lexicon.KITCHENWARE),
+    "thing": _nouns(lexicon.THINGS), "paper": _nouns(lexicon.PAPERS), "readable": _nouns(lexicon.READABLE),
+    "toy": _nouns(lexicon.TOYS), "openable": _nouns(lexicon.OPENABLES), "clothes": _nouns(lexicon.CLOTHES),
+    "vehicle": _nouns(lexicon.ROAD_VEHICLES), "trip": _nouns(lexicon.TRIP_VEHICLES),
+    "ride": _words(lexicon.RIDES), "instrument": _nouns(lexicon.INSTRUMENTS), "sport": _words(lexicon.SPORTS),
+    "company": _words(lexicon.COMPANIES), "device": _nouns(lexicon.DEVICES),
     # food
-    "fruit": _nouns(L.FRUIT), "dish": _nouns(L.DISHES), "baked": _nouns(L.BAKED),
-    "mass_food": _words(L.MASS_FOOD), "drink": _words(L.DRINKS), "meal": _words(L.MEALS),
+    "fruit": _nouns(lexicon.FRUIT), "dish": _nouns(lexicon.DISHES), "baked": _nouns(lexicon.BAKED),
+    "mass_food": _words(lexicon.MASS_FOOD), "drink": _words(lexicon.DRINKS), "meal": _words(lexicon.MEALS),
     # places and nature
-    "nature": _nouns(L.NATURE), "town": _nouns(" ".join(P.TOWN)),
+    "nature": _nouns(lexicon.NATURE), "town": _nouns(" ".join(P.TOWN)),
     # "tripcity" is a second deck over the cities, so travel stories cycle through all
-    "city": tuple(L.CITIES), "tripcity": tuple(L.CITIES),
-    "tree": _nouns(L.TREES), "flower": _nouns(L.FLOWERS), "weather": _words(L.WEATHER_MASS),
+    "city": tuple(lexicon.CITIES), "tripcity": tuple(lexicon.CITIES),
+    "tree": _nouns(lexicon.TREES), "flower": _nouns(lexicon.FLOWERS), "weather": _words(lexicon.WEATHER_MASS),
     # describing words
-    "feeling": _words(L.FEELINGS), "atrait": _words(L.ANIMAL_TRAITS),
-    "ptrait": _words(L.PERSON_TRAITS), "ttrait": _words(L.THING_TRAITS),
-    "ftrait": _words(L.FOOD_TRAITS), "placetrait": _words(L.PLACE_TRAITS),
-    "citytrait": _words(L.CITY_TRAITS), "dtrait": _words(L.DEVICE_TRAITS),
-    "watertrait": _words(L.WATER_TRAITS), "sky": _words(L.SKY_TRAITS),
-    "temp": _words(L.TEMPERATURE_TRAITS), "drysky": _words(L.DRY_TRAITS),
-    "wtrait": _words(L.SKY_TRAITS, L.TEMPERATURE_TRAITS, L.NICE_WEATHER),
-    "color": _words(L.COLORS), "flowercolor": _words(L.FLOWER_COLORS),
-    "leafcolor": _words(L.LEAF_COLORS), "manner": _words(L.MANNER), "habit": _words(L.HABIT),
+    "feeling": _words(lexicon.FEELINGS), "atrait": _words(lexicon.ANIMAL_TRAITS),
+    "ptrait": _words(lexicon.PERSON_TRAITS), "ttrait": _words(lexicon.THING_TRAITS),
+    "ftrait": _words(lexicon.FOOD_TRAITS), "placetrait": _words(lexicon.PLACE_TRAITS),
+    "citytrait": _words(lexicon.CITY_TRAITS), "dtrait": _words(lexicon.DEVICE_TRAITS),
+    "watertrait": _words(lexicon.WATER_TRAITS), "sky": _words(lexicon.SKY_TRAITS),
+    "temp": _words(lexicon.TEMPERATURE_TRAITS), "drysky": _words(lexicon.DRY_TRAITS),
+    "wtrait": _words(lexicon.SKY_TRAITS, lexicon.TEMPERATURE_TRAITS, lexicon.NICE_WEATHER),
+    "color": _words(lexicon.COLORS), "flowercolor": _words(lexicon.FLOWER_COLORS),
+    "leafcolor": _words(lexicon.LEAF_COLORS), "manner": _words(lexicon.MANNER), "habit": _words(lexicon.HABIT),
     # time and numbers
-    "day": _nouns(L.DAYS), "month": _words(L.MONTHS), "season": _words(L.SEASONS),
-    "daypart": _words(L.DAY_PARTS), "num": _words(L.NUMBERS), "field": L.FIELDS,
+    "day": _nouns(lexicon.DAYS), "month": _words(lexicon.MONTHS), "season": _words(lexicon.SEASONS),
+    "daypart": _words(lexicon.DAY_PARTS), "num": _words(lexicon.NUMBERS), "field": lexicon.FIELDS,
 }
 
 _VERB_CLASSES = {
@@ -93,7 +93,7 @@ VERBS: dict[str, tuple[tuple[Verb, tuple[str, ...]], ...]] = {
 }
 # Animal sound verb -> (the verb, the animals that make that sound).
 SOUNDS: dict[str, tuple[Verb, tuple[str, ...]]] = {
-    base: (parse_verbs(base)[0], _words(animals)) for base, animals in L.ANIMAL_SOUNDS.items()
+    base: (parse_verbs(base)[0], _words(animals)) for base, animals in lexicon.ANIMAL_SOUNDS.items()
 }
 # Any verb by its base form, for sentences that need one particular verb.
 VERB: dict[str, Verb] = {verb.base: verb for pairs in VERBS.values() for verb, _ in pairs}
@@ -101,12 +101,12 @@ VERB.update({verb.base: verb for verb, _ in SOUNDS.values()})
 VERB.update({verb.base: verb for verb in parse_verbs(P.WEATHER_VERBS)})
 
 ANIMAL: dict[str, Noun] = {noun.sg: noun for noun in CATEGORIES["animal"]}
-EATS: dict[str, tuple[str, ...]] = {a: _words(f) for a, f in L.ANIMAL_FOOD.items()}
+EATS: dict[str, tuple[str, ...]] = {a: _words(f) for a, f in lexicon.ANIMAL_FOOD.items()}
 SOUNDS_OF: dict[str, tuple[Verb, ...]] = {
     animal: tuple(verb for verb, animals in SOUNDS.values() if animal in animals)
     for animal in ANIMAL
 }
-COUNTRY_OF: dict[str, str] = dict(L.CITIES)
+COUNTRY_OF: dict[str, str] = dict(lexicon.CITIES)
 
 
 def lexicon_words() -> set[str]:

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.explain import methods as m
+from bertviz_lab.explain import methods
 from bertviz_lab.explain.checks import agreement
 from bertviz_lab.explain.score import Score, frozen
 
@@ -56,7 +56,7 @@ class Explanation:
     value: float  # F(x)
     prob: float  # p(target), or p(replaced)
     values: dict[str, np.ndarray]  # METHODS key -> (T,)
-    ig: m.IntegratedGradients
+    ig: methods.IntegratedGradients
     fixed: np.ndarray  # (T,) bool: [CLS], [SEP] and the explained position, which no method may remove
     removable: np.ndarray  # (T,) bool: the tokens that can be masked (not fixed, not already a mask)
     layer: int  # the attention strip's layer (0-based) and head (None: mean over heads)
@@ -75,14 +75,14 @@ class Explanation:
 
 
 def case_for(model: BertForPreTraining, ids: list[int], segments: list[int], special: list[bool], score: Score,
-             mask_id: int, pad_id: int) -> m.Case:
+             mask_id: int, pad_id: int) -> methods.Case:
     device = next(model.parameters()).device
-    return m.Case(frozen(model), torch.tensor([ids], device=device), torch.tensor([segments], device=device), score,
+    return methods.Case(frozen(model), torch.tensor([ids], device=device), torch.tensor([segments], device=device), score,
                   np.asarray(special, bool), mask_id, pad_id)
 
 
-def explain(case: m.Case, tokens: list[str], *, layer: int = -1, head: int | None = None, ig_steps: int = m.IG_STEPS,
-            progress: m.Progress | None = None) -> Explanation:
+def explain(case: methods.Case, tokens: list[str], *, layer: int = -1, head: int | None = None, ig_steps: int = methods.IG_STEPS,
+            progress: methods.Progress | None = None) -> Explanation:
     """All eight methods on `case`. `layer` and `head`: which attention the attention strip shows. `progress` hears
     (0, what) as each method starts, and the fraction done as attention flow, integrated gradients and occlusion go."""
     case.model.eval()
@@ -96,17 +96,17 @@ def explain(case: m.Case, tokens: list[str], *, layer: int = -1, head: int | Non
         seconds[name] = time.perf_counter() - start
         return result
 
-    out = timed("forward (traced)", "the model", lambda: m.trace(case))
-    A = m.weights(out)
+    out = timed("forward (traced)", "the model", lambda: methods.trace(case))
+    A = methods.weights(out)
     layer = layer % A.shape[0]
-    values["attention"] = timed("attention", "attention", lambda: m.attention(A, case.score.position, layer, head))
-    values["rollout"] = timed("rollout", "rollout", lambda: m.rollout(A, case.score.position))
-    values["flow"] = timed("flow", "attention flow", lambda: m.flow(A, case.score.position, progress))
-    values["value_norm"] = timed("value_norm", "value-weighted norm", lambda: m.value_norm(case, out, A))
-    values["gradient"], values["gradient_x_input"] = timed("gradient", "gradients", lambda: m.gradients(case))
-    ig = timed("integrated_gradients", "integrated gradients", lambda: m.integrated_gradients(case, ig_steps, progress))
+    values["attention"] = timed("attention", "attention", lambda: methods.attention(A, case.score.position, layer, head))
+    values["rollout"] = timed("rollout", "rollout", lambda: methods.rollout(A, case.score.position))
+    values["flow"] = timed("flow", "attention flow", lambda: methods.flow(A, case.score.position, progress))
+    values["value_norm"] = timed("value_norm", "value-weighted norm", lambda: methods.value_norm(case, out, A))
+    values["gradient"], values["gradient_x_input"] = timed("gradient", "gradients", lambda: methods.gradients(case))
+    ig = timed("integrated_gradients", "integrated gradients", lambda: methods.integrated_gradients(case, ig_steps, progress))
     values["integrated_gradients"] = ig.values
-    values["occlusion"] = timed("occlusion", "occlusion", lambda: m.occlusion(case, progress))
+    values["occlusion"] = timed("occlusion", "occlusion", lambda: methods.occlusion(case, progress))
     with torch.no_grad():
         f, p = case.score.evaluate(case.model, case.ids, case.segments)
     values = {key: values[key] for key in METHODS}  # the table's order

@@ -3,7 +3,7 @@ table as CSV, and an index.html with no outside resources that shows them all, e
 charts. Without a browser for images (`export.image` raises ExportError) the zip keeps the CSVs and index.html,
 which says why the images are missing. At most MAX_FIGURES charts go in, the first pages' first.
 
-What goes in is a list of `Page`s; ui/handout.py records them as a session draws and offers the download.
+What goes in is a list of `Page`s; ui/shell/handout.py records them as a session draws and offers the download.
 """
 
 from __future__ import annotations

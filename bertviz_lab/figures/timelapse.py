@@ -1,6 +1,6 @@
 """Time-lapse charts: role scores over the steps, word positions at one step, the loss with the step marked.
 
-Input is plain data (numpy arrays and lists from views/timelapse.py). The role chart draws one
+Input is plain data (numpy arrays and lists from views/timelapse/history.py). The role chart draws one
 frame per checkpoint at equal spacing, each tick labelled with its step, and its x axis says so:
 the steps are not to scale (0 to 500 is ten frames of the shipped model's nineteen, a tenth of its
 steps). The loss chart keeps the true step axis.

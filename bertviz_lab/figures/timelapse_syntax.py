@@ -1,7 +1,7 @@
 """Syntax over a run's steps: the structural probe's UUAS beside the held-out loss, each relation's best head against
 its fixed-offset baseline, and agreement across attractors.
 
-Input is plain data (numpy arrays from views/timelapse_syntax.py). Like the role chart (figures/timelapse.py) the
+Input is plain data (numpy arrays from views/timelapse/syntax.py). Like the role chart (figures/timelapse.py) the
 x axis is one point per measured checkpoint, evenly spaced and labelled by step: the 1-2-5 series crowds the first
 hundred steps into the left edge of a step axis. The held-out loss, measured at its own steps, is drawn on that
 axis where its steps fall between the checkpoints' (step 250 halfway from 200 to 300), each point hovering its

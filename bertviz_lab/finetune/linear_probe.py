@@ -1,6 +1,6 @@
 """A linear probe: logistic regression trained on fixed features, the encoder that made them left frozen.
 
-The feature-based approach in miniature (the Lesson's probe step, views/lesson_runs.py): each example is one vector
+The feature-based approach in miniature (the Lesson's probe step, views/lesson/runs.py): each example is one vector
 read from a model, the features are standardized by the training set's statistics, and one linear layer is trained
 on them with full-batch Adam. Its first weights are drawn under bert/rng.py's `global_rng`, seeded: the same
 features give the same accuracy, whichever thread asks.

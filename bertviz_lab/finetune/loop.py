@@ -31,7 +31,7 @@ from bertviz_lab.bert.device import resolve_device, to_device
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import ConfigError
-from bertviz_lab.finetune import data
+from bertviz_lab.finetune import data as ft_data
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.tasks import TOKEN, Example, Task
 from bertviz_lab.metrics import EVAL, TRAIN, Metrics
@@ -132,11 +132,11 @@ class FineTuner(Loop):
         self.stop_requested = False
         saved = self.run_dir / TASK_FILE if self.run_dir else None
         if resume:
-            self.task = data.load_task(saved)
+            self.task = ft_data.load_task(saved)
         else:
-            self.task = task or data.task_of(cfg)
+            self.task = task or ft_data.task_of(cfg)
             if saved is not None:
-                data.save_task(self.task, saved)
+                ft_data.save_task(self.task, saved)
         # Where the weights come from: the run's own latest checkpoint (resume), a pretrained one, or none.
         base = self._latest() if resume else None if cfg.scratch else load_checkpoint(cfg.checkpoint)
         if base is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import ConfigError
-from bertviz_lab.finetune import data
+from bertviz_lab.finetune import data as ft_data
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import FineTuner, builtin_tokenizer, check_family
 from bertviz_lab.pretrain import runs
@@ -23,7 +23,7 @@ KIND = FINETUNE.kind
 
 def check(cfg: FinetuneConfig, placed: int | None = None) -> None:
     """Fail now, with one sentence, if the run cannot start: its data, its starting model, this machine's memory."""
-    data.task_of(cfg)  # the CSV is read and checked (a built-in task is made once and cached)
+    ft_data.task_of(cfg)  # the CSV is read and checked (a built-in task is made once and cached)
     if cfg.checkpoint:
         model_cfg = load_checkpoint(cfg.checkpoint).config
         check_family(model_cfg)

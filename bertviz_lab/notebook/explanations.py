@@ -15,10 +15,10 @@ from bertviz_lab.explain import checks
 from bertviz_lab.explain.methods import IG_STEPS
 from bertviz_lab.explain.report import METHODS
 from bertviz_lab.figures import token_labels
-from bertviz_lab.figures import why as figs
+from bertviz_lab.figures import why as fy
 from bertviz_lab.notebook.lab import Bar, Lab, choice, encode, index, lab_of, needs_mlm, whole
-from bertviz_lab.views import why as vw
-from bertviz_lab.views import why_parts as parts
+from bertviz_lab.views.why import explanation as vw
+from bertviz_lab.views.why import parts as why_parts
 
 KINDS = ("strips", "agreement")
 
@@ -45,11 +45,11 @@ def why(lab, text: str, text_b: str | None = None, *, mask: int = 0, target: str
     result = _explained(lab, text, text_b, mask, target, contrast, position, ig_steps, layer, head)
     if choice(kind, KINDS, "kind") == "agreement":
         rho = np.array([[np.nan if r is None else r for r in row.values()] for row in result.agreement.values()])
-        return figs.agreement_matrix(rho, [vw.TITLES[k] for k in result.agreement], "Do the methods rank the tokens "
+        return fy.agreement_matrix(rho, [vw.TITLES[k] for k in result.agreement], "Do the methods rank the tokens "
                                      f"alike? Spearman ρ over {len(result.explanation.movable)} tokens")
     e = result.explanation
     looked = f"attention at layer {e.layer}, " + ("mean over heads" if e.head is None else f"head {e.head}")
-    return figs.heat_strips({vw.TITLES[k]: v for k, v in e.values.items()},
+    return fy.heat_strips({vw.TITLES[k]: v for k, v in e.values.items()},
                             {vw.TITLES[k]: METHODS[k].signed for k in METHODS}, token_labels(e.tokens),
                             f"Each method's answer, token by token ({looked})")
 
@@ -82,7 +82,7 @@ def deletion(lab, text: str, text_b: str | None = None, *, mask: int = 0, target
 
     found = lab.remember(key, run)
     p = html.escape(result.follows)  # plotly reads HTML
-    return figs.deletion_curves({vw.TITLES[k]: c for k, c in found.curves.items()}, found.random_curves,
+    return fy.deletion_curves({vw.TITLES[k]: c for k, c in found.curves.items()}, found.random_curves,
                                 {vw.TITLES[k] for k, m in METHODS.items() if m.kind == "attention"}, p,
                                 f"{p} after each removal, in each method's order")
 
@@ -119,4 +119,4 @@ def _explained(lab: Lab, text, text_b, mask, target, contrast, position, ig_step
             return vw.why(model, tokenizer, encoding, mask=mask, target=target, contrast=contrast,
                           position=position, ig_steps=ig_steps, progress=bar.fraction)
 
-    return parts.with_attention(lab.remember(key, run), layer, head)
+    return why_parts.with_attention(lab.remember(key, run), layer, head)

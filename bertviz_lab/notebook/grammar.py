@@ -10,13 +10,13 @@ import os
 import plotly.graph_objects as go
 
 from bertviz_lab.errors import InputError
-from bertviz_lab.figures import syntax as figs
+from bertviz_lab.figures import syntax as fsy
 from bertviz_lab.notebook.lab import Bar, Lab, choice, flag, lab_of, whole
 from bertviz_lab.syntax.relations import DIRECTIONS
 from bertviz_lab.syntax.report import (MAX_SENTENCES, MIN_SENTENCES, STORY_SENTENCES, Corpus, SyntaxReport, analyse,
                                        story_corpus)
 from bertviz_lab.syntax.treebank import read_treebank
-from bertviz_lab.views import syntax as vs
+from bertviz_lab.views.syntax import analysis as vs
 
 KINDS = ("relations", "probe", "agreement")
 MAX_SEED = 2**31 - 1
@@ -49,19 +49,19 @@ def syntax(lab, *, kind: str = "relations", sentences: int = STORY_SENTENCES, se
     if kind == "probe":
         table = vs.probe_table(report)
         curves = {name: table[column].to_numpy() for column, name in vs.PROBE_CURVES.items()}
-        return figs.probe_curves(curves, report.probe.linear_uuas, "The structural probe, layer by layer "
+        return fsy.probe_curves(curves, report.probe.linear_uuas, "The structural probe, layer by layer "
                                  "(held-out sentences)", None if report.control is None else
                                  table["UUAS, random weights"].to_numpy())
     if kind == "agreement":
         if report.agreement is None:
             raise InputError(f"{vs.NO_MLM[:-1]}: {lab.no_mlm()}." if not lab.model.has_mlm else
                              f"agreement could not be scored here: {report.agreement_note}")
-        return figs.agreement_bars(*vs.accuracies(report.agreement), "Right form scored higher, by number of "
+        return fsy.agreement_bars(*vs.accuracies(report.agreement), "Right form scored higher, by number of "
                                                                      "attractors")
     rel = report.relations
     relation = vs.default_relation(rel.relations) if relation is None else choice(relation, rel.relations, "relation")
     direction = whole(direction, 0, len(DIRECTIONS) - 1, "direction")
-    return figs.accuracy_heatmap(rel.accuracy[rel.index(relation), direction],
+    return fsy.accuracy_heatmap(rel.accuracy[rel.index(relation), direction],
                                  vs.heatmap_title(report, relation, direction))
 
 

@@ -11,13 +11,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from bertviz_lab.errors import InputError
-from bertviz_lab.figures import attention as figs
+from bertviz_lab.figures import attention as fa
 from bertviz_lab.head_id import HeadId
 from bertviz_lab.notebook.lab import Lab, choice, encode, index, lab_of, positive, sentence_list
 from bertviz_lab.pretrain.head_roles import ROLE_NAMES
 from bertviz_lab.pretrain.head_roles import head_roles as role_scores
-from bertviz_lab.views import attention as av
-from bertviz_lab.views import layer as lv
+from bertviz_lab.views.attention import explorer as av
+from bertviz_lab.views.attention import layer as lv
 
 HeadNames = Iterable[str | tuple[int, int]]  # heads switched off: "L0 H1" or (0, 1)
 
@@ -43,7 +43,7 @@ def attention(lab, text: str, layer: int | None = 0, head: int | str | None = 0,
         if head is not None:
             raise InputError("a head needs its layer: give layer= too, or head=None for every head of every layer")
         grid = av.grid(view, hide_specials, block)
-        return figs.attention_grid(grid.weights, grid.col_axis, grid.row_axis, view.heads_on, grid.title)
+        return fa.attention_grid(grid.weights, grid.col_axis, grid.row_axis, view.heads_on, grid.title)
     layer = index(layer, view.num_layers, "layer")
     if head is None:
         rows, cols = av.shown_positions(view, hide_specials, block)
@@ -51,11 +51,11 @@ def attention(lab, text: str, layer: int | None = 0, head: int | str | None = 0,
             raise InputError(f"{view.num_heads} heads of {len(rows)} × {len(cols)} tokens are too many to draw at "
                              "once: shorten the text or pick one head")
         weights = view.weights[layer:layer + 1][:, :, rows][:, :, :, cols]  # (1, H, R, C)
-        return figs.attention_grid(weights, [view.axis_labels[i] for i in cols], [view.axis_labels[i] for i in rows],
+        return fa.attention_grid(weights, [view.axis_labels[i] for i in cols], [view.axis_labels[i] for i in rows],
                                    view.heads_on[layer:layer + 1], f"Layer {layer} · every head", first_layer=layer)
     mean = isinstance(head, str) and head == "mean"
     shown = av.matrix(view, layer, None if mean else index(head, view.num_heads, "head"), hide_specials, block)
-    return figs.attention_heatmap(shown.weights, shown.col_axis, shown.row_axis, shown.title)
+    return fa.attention_heatmap(shown.weights, shown.col_axis, shown.row_axis, shown.title)
 
 
 def softmax_steps(lab, text: str, layer: int = 0, head: int = 0, query: int | str | None = None, *,
@@ -76,7 +76,7 @@ def softmax_steps(lab, text: str, layer: int = 0, head: int = 0, query: int | st
     steps = av.softmax_steps(view, layer, head, query, positive(tau, "tau"))
     if choice(kind, ("bars", "table"), "kind") == "table":
         return steps
-    return figs.softmax_bars(av.weights_by_key(view, steps), f"Layer {layer} · head {head} · query "
+    return fa.softmax_bars(av.weights_by_key(view, steps), f"Layer {layer} · head {head} · query "
                                                              f"{view.axis_labels[query]}")
 
 
@@ -96,7 +96,7 @@ def layer_steps(lab, text: str, layer: int = 0, query: int | str | None = None, 
     layer = index(layer, view.num_layers, "layer")
     token = _token(view, query)
     steps = lv.layer_steps(lab.model, view, layer, token)
-    return figs.step_norms(list(steps.table[lv.STEP]), steps.table[lv.NORM].to_numpy(),
+    return fa.step_norms(list(steps.table[lv.STEP]), steps.table[lv.NORM].to_numpy(),
                            f"Layer {layer} · query {view.axis_labels[token]}: the length of each vector (orange: "
                            "just normalised)")
 
@@ -118,7 +118,7 @@ def head_roles(lab, sentences: Iterable[str] | None = None, *, role: str = "prev
     role = choice(role, list(roles.scores), "role")
     layer, head, best = roles.strongest(role)
     title = f"{role}: to {ROLE_NAMES[role]} (strongest: {HeadId(layer, head).in_words}, {best:.2f})"
-    return figs.head_summary(roles.scores[role], title, ".3f", "mean weight")
+    return fa.head_summary(roles.scores[role], title, ".3f", "mean weight")
 
 
 def _view(lab: Lab, text: str, text_b: str | None, heads_off: HeadNames) -> av.AttentionView:

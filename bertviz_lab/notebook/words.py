@@ -9,13 +9,13 @@ from collections.abc import Iterable
 import plotly.graph_objects as go
 
 from bertviz_lab.errors import InputError
-from bertviz_lab.figures import representations as figs
+from bertviz_lab.figures import representations as fr
 from bertviz_lab.figures.predictions import prediction_bars, replaced_bars
 from bertviz_lab.notebook.lab import (as_int, choice, encode, flag, index, lab_of, needs_mlm, positive,
                                      sentence_list, whole)
 from bertviz_lab.views import inputs
-from bertviz_lab.views import predict as vp
-from bertviz_lab.views import representations as rv
+from bertviz_lab.views.predict import guesses as vpr
+from bertviz_lab.views.representations import vectors as rv
 
 SAME_WORD_KINDS = ("matrix", "senses", "projection")
 
@@ -41,16 +41,16 @@ def predict(lab, text: str, text_b: str | None = None, *, top_k: int = 5, mask: 
     model, tokenizer = lab.model, lab.tokenizer
     encoding = encode(lab, text, text_b)
     if model.has_rtd and not model.has_mlm:
-        return replaced_bars(vp.replaced_rows(model, encoding), "p(replaced) = sigmoid(logit) per token; dashed: 50%")
+        return replaced_bars(vpr.replaced_rows(model, encoding), "p(replaced) = sigmoid(logit) per token; dashed: 50%")
     needs_mlm(lab, "cannot fill masks")
     chosen = _hidden_words(encoding, text, text_b, tokenizer.mask_token, words)
     top_k, temperature = whole(top_k, 1, tokenizer.vocab_size, "top_k"), positive(temperature, "temperature")
-    report = vp.explore_masks(model, tokenizer, encoding, chosen, top_k=top_k, temperature=temperature,
+    report = vpr.explore_masks(model, tokenizer, encoding, chosen, top_k=top_k, temperature=temperature,
                               causal=flag(causal, "causal"),
                               max_steps=1)  # one pass: the page's left-to-right filling draws no bars
     masks = report.independent.masks
     n = index(mask, len(masks), "mask", owner="the text")
-    return prediction_bars(vp.candidate_rows(masks[n]), f"Top-{top_k} for mask #{n + 1}")
+    return prediction_bars(vpr.candidate_rows(masks[n]), f"Top-{top_k} for mask #{n + 1}")
 
 
 def _hidden_words(encoding, text: str, text_b: str | None, mask_token: str, words) -> list[int]:
@@ -99,9 +99,9 @@ def same_word(lab, sentences: Iterable[str], word: str, *, layer: int | None = N
     sims = rv.cosines(wic.vectors)  # (L + 1, S, S)
     last = wic.layers - 1
     layer = last if layer is None else index(layer, wic.layers, "layer", "the embeddings' output")
-    shown = f"layer {figs.layer_name(layer)}"
+    shown = f"layer {fr.layer_name(layer)}"
     if kind == "matrix":
-        return figs.similarity_heatmap(sims[layer], figs.sentence_labels(list(wic.sentences), senses),
+        return fr.similarity_heatmap(sims[layer], fr.sentence_labels(list(wic.sentences), senses),
                                        list(wic.sentences), f"Cosine similarity of “{wic.word}” across the "
                                                             f"sentences · {shown}")
     if kind == "projection":
@@ -109,7 +109,7 @@ def same_word(lab, sentences: Iterable[str], word: str, *, layer: int | None = N
         spanned = rv.components(explained[layer])
         title = ("Two principal components" if spanned == 2 else "The principal component" if spanned else
                  "The vectors") + f" · {shown}"
-        return figs.projection_scatter(points[layer], senses, list(wic.sentences), explained[layer], title)
+        return fr.projection_scatter(points[layer], senses, list(wic.sentences), explained[layer], title)
     same, cross = rv.pairs(senses)
     drawn = [column for column, n in ((rv.SAME, same), (rv.CROSS, cross)) if n]
     if not drawn:
@@ -118,7 +118,7 @@ def same_word(lab, sentences: Iterable[str], word: str, *, layer: int | None = N
     single = same + cross == 1
     title = ("Cosine of the one " + ("same" if same else "different") + "-sense pair" if single else
              "Mean similarity") + " by layer"
-    return figs.sense_lines(rv.sense_similarity(sims, senses), drawn, title, "cosine" if single else "mean cosine")
+    return fr.sense_lines(rv.sense_similarity(sims, senses), drawn, title, "cosine" if single else "mean cosine")
 
 
 def logit_lens(lab, text: str, *, top_k: int = 5, mask: int = 0) -> go.Figure:
@@ -139,5 +139,5 @@ def logit_lens(lab, text: str, *, top_k: int = 5, mask: int = 0) -> go.Figure:
     found = rv.logit_lens(lab.model, encoding, tokenizer.mask_id)
     chosen = found.masks[index(mask, len(found.masks), "mask", owner="the text")]
     ids, probs = rv.lens_grid(chosen, top_k)
-    return figs.lens_heatmap(probs, [tokenizer.id_to_token(i) for i in ids],
+    return fr.lens_heatmap(probs, [tokenizer.id_to_token(i) for i in ids],
                              f"[MASK] at token {chosen.position}: p(token) after each layer")

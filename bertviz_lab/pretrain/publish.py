@@ -31,7 +31,7 @@ from bertviz_lab.pretrain.records import read_metrics
 HISTORY = "history"
 # The model card's held-out names (bert/card.py reads them; shipped cards have them) for the fields of `Metrics`
 CARD_NAMES = {"loss": "mlm_loss", "acc": "mlm_top1", "top5": "mlm_top5", "nsp_loss": "nsp_loss", "nsp_acc": "nsp_acc"}
-SYNTAX_FILE = "syntax.jsonl"  # written by views/timelapse_syntax.py into a run folder
+SYNTAX_FILE = "syntax.jsonl"  # written by views/timelapse/syntax.py into a run folder
 TRAIN_EVERY = 5  # train records kept in the history: one step in five (the curve looks the same)
 
 

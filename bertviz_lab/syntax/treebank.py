@@ -25,7 +25,7 @@ from conllu.exceptions import ParseException
 from conllu.parser import DEFAULT_FIELD_PARSERS, DEFAULT_FIELDS, parse_line
 
 from bertviz_lab import atomic, files
-from bertviz_lab.corpus import tree as trees_
+from bertviz_lab.corpus import tree as corpus_tree
 from bertviz_lab.corpus.tree import Tree
 from bertviz_lab.corpus.user_text import MAX_TEXT_BYTES
 from bertviz_lab.errors import InputError
@@ -280,7 +280,7 @@ def _checked(heads: list[int], where: list[int]) -> list[int]:
         listed = ", ".join(map(str, roots[:5])) + (", ..." if len(roots) > 5 else "")
         raise _Skip(where[roots[1] - 1], f"{len(roots)} words have head 0 (words {listed}); a sentence has one root")
     zero_based = [h - 1 for h in heads]
-    problem = trees_.check(zero_based)  # all that is left to find is a cycle
+    problem = corpus_tree.check(zero_based)  # all that is left to find is a cycle
     if problem:
         raise _Skip(where[0], problem)
     return zero_based

@@ -1,7 +1,7 @@
 """A new-run form described once, without Streamlit: each field with its kind, label, help, default, step,
 bounds and the grid it is drawn in. The Pretrain live form is `views.pretrain.FORM`, the Fine-tune form
-`views.finetune.FORM`; `ui/forms.py` draws a widget of each field's kind from this description, and
-`ui/state.py` gives each field its session key ("<page>.<field>").
+`views.finetune.FORM`; `ui/kit/forms.py` draws a widget of each field's kind from this description, and
+`ui/shell/state.py` gives each field its session key ("<page>.<field>").
 
 A field is declared through the function of its kind (`whole`, `shape`, `decimal`, `choice`, `toggle`,
 `text`), so a float cannot exist without its step and format, and the grid lays the fields out in the order

@@ -42,11 +42,11 @@ def streamlit_server(env: dict | None = None, *args: str, address: str = "127.0.
                      log: Path | None = None, gpu: bool = False):
     """Yield the base URL (on 127.0.0.1) of a fresh server for `script`, run from the repository root so
     .streamlit/config.toml applies; extra `args` go to streamlit; its output goes to `log` if given.
-    app.py is served as `./lab.sh app` serves it (bertviz_lab.ui.serve). The server is stopped afterwards.
+    app.py is served as `./lab.sh app` serves it (bertviz_lab.ui.shell.serve). The server is stopped afterwards.
     Unless `gpu`, the server sees no GPU (NO_GPU): the sidebar's device picker starts on "auto", which would run
     the model on a GPU where there is one, and the tests check what it shows against numbers computed on the CPU."""
     port = free_port()
-    serve = ["-m", "bertviz_lab.ui.serve"] if script == "app.py" else ["-m", "streamlit", "run", script]
+    serve = ["-m", "bertviz_lab.ui.shell.serve"] if script == "app.py" else ["-m", "streamlit", "run", script]
     cmd = [sys.executable, *serve, "--server.headless", "true",
            "--server.address", address, "--server.port", str(port), "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none", *args]

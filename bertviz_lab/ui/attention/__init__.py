@@ -1,0 +1,1 @@
+"""The Attention page's cached forward passes and its sections."""

@@ -1,0 +1,1 @@
+"""The Losses walkthrough's renderers and stepper."""

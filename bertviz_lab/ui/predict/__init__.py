@@ -1,0 +1,1 @@
+"""Mask & predict: what BERT reads, and ELECTRA's discriminator."""

@@ -1,0 +1,1 @@
+"""Pretrain live: the new-run form, the live panel, the past runs."""

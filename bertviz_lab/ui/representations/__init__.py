@@ -1,0 +1,1 @@
+"""The Representations page's tabs."""

@@ -1,0 +1,1 @@
+"""The Syntax page: its sources, its one analysis and its four tabs."""

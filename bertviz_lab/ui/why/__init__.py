@@ -1,0 +1,1 @@
+"""The Why-this-guess page's sections."""

@@ -1,0 +1,1 @@
+"""The Worked examples page's calculators."""

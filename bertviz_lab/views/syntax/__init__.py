@@ -1,0 +1,1 @@
+"""Syntax across a corpus: one analysis per model read as tables and sentences written from its numbers."""

@@ -1,0 +1,1 @@
+"""Time-lapse: a run's snapshots as frames, and syntax as it forms over the kept checkpoints."""

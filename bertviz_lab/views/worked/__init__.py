@@ -1,0 +1,1 @@
+"""Worked examples: the seed texts' hand computations, redone exactly."""
