@@ -18,7 +18,7 @@ Interleaved rounds; the ratio is the median of per-round ratios ours / transform
 from __future__ import annotations
 
 import argparse
-import datetime
+import datetime as dt
 import inspect
 import os
 import platform
@@ -177,7 +177,7 @@ def main() -> None:
     parser.add_argument("--base-tokens", type=int, default=BASE_TOKENS)
     args = parser.parse_args()
     pin_threads(args.threads)
-    print(f"{datetime.date.today()} · {platform.node()} · {cpu_name()} · "
+    print(f"{dt.date.today()} · {platform.node()} · {cpu_name()} · "
           f"{os.cpu_count()} cores, {args.threads} threads, CPU, torch {torch.__version__} · load average "
           f"{os.getloadavg()[0]:.1f} at the start · medians of {args.runs} runs after a warm-up")
     missed = 0

@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime
+import datetime as dt
 import hashlib
 import os
 import platform
@@ -419,7 +419,7 @@ def main() -> None:
     clients = "websocket clients" if args.driver == "protocol" else f"Chromium (nice {args.browser_nice})"
     where = f"server on cores {sorted(cpus)}" if cpus else f"server and {clients} share them"
     where += f", OMP_NUM_THREADS={args.server_threads}" if args.server_threads else ""
-    print(f"{datetime.date.today()} · {platform.node()} · {os.cpu_count()} cores, {where} · load average "
+    print(f"{dt.date.today()} · {platform.node()} · {os.cpu_count()} cores, {where} · load average "
           f"before {busy:.1f} · {args.sessions} sessions x {args.sentences} sentences, all at once, think "
           f"{args.think:g} s, "
           f"model {SHIPPED.name}")

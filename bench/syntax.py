@@ -21,7 +21,7 @@ the first (the conftest's one_thread says why).
 from __future__ import annotations
 
 import argparse
-import datetime
+import datetime as dt
 import os
 import platform
 import time
@@ -85,7 +85,7 @@ def main() -> None:
     from bertviz_lab.cli.syntax import example
     from bertviz_lab.syntax.report import analyse, story_corpus
 
-    print(f"{datetime.date.today()} · {platform.node()} · {cpu_name()} · {os.cpu_count()} cores, "
+    print(f"{dt.date.today()} · {platform.node()} · {cpu_name()} · {os.cpu_count()} cores, "
           f"{torch.get_num_threads()} torch thread{'s' * (torch.get_num_threads() != 1)}, CPU, torch "
           f"{torch.__version__} · load average {os.getloadavg()[0]:.1f} at the start")
     start = time.perf_counter()

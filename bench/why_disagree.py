@@ -15,7 +15,7 @@ small: a second thread buys little, and on a busy machine it waits for the first
 from __future__ import annotations
 
 import argparse
-import datetime
+import datetime as dt
 import random
 import re
 import statistics
@@ -147,7 +147,7 @@ def main() -> None:
                        "words": len(s.result.explanation.movable)})
     n, seconds = len(scored), time.perf_counter() - start
     counts = ", ".join(f"{q} {k}s" for k, q in QUOTA.items())
-    print(f"bench.why_disagree, {datetime.date.today()}: {n} story-world sentences (seed {SEED}; hidden: {counts}), "
+    print(f"bench.why_disagree, {dt.date.today()}: {n} story-world sentences (seed {SEED}; hidden: {counts}), "
           f"{SHIPPED.name}, the top guess explained, {args.threads} thread{'s' * (args.threads > 1)}, {seconds:.0f} s")
     print(f"{'method':<22} {'mean ρ':>7} {'median ρ':>9} {'beats random':>13} {'ties best':>10}   (ρ: Spearman against "
           f"occlusion; beats random, ties best: of the {tested} sentences with {MIN_TESTED} or more removable tokens; "
@@ -164,7 +164,7 @@ def main() -> None:
     for s in chosen:
         print(f"  ρ = {s['rho']:+.3f}  [{s['kind']}: {s['word']}]  {s['text']}  (guess: {s['target']}; {s['note']})")
     if not args.no_write:
-        write(chosen, {"date": str(datetime.date.today()), "sentences": n, "seed": SEED,
+        write(chosen, {"date": str(dt.date.today()), "sentences": n, "seed": SEED,
                        "min_words": MIN_WORDS, "median_rho": statistics.median(rho["attention"])})
         print(f"wrote {FOUND.relative_to(ROOT)}")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 
-import pandas  # noqa: F401  (see below)
+import pandas as pd  # noqa: F401  (see below)
 import plotly.graph_objects as go
 import plotly.io as pio
 

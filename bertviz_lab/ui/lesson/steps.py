@@ -25,7 +25,6 @@ from bertviz_lab.head_id import HeadId
 from bertviz_lab.ui.attention import cached as ui_attention
 from bertviz_lab.ui.lesson import stepper as ui_lesson
 from bertviz_lab.ui.shell import state
-from bertviz_lab.ui.kit import yours
 from bertviz_lab.ui.shell.state import Lesson as K
 from bertviz_lab.ui.kit.tables import by_position, number, numbers
 from bertviz_lab.ui.kit.widgets import chart, plain
@@ -35,6 +34,7 @@ from bertviz_lab.views.lesson import head_steps as vlh
 from bertviz_lab.views.lesson import runs as lesson_runs
 from bertviz_lab.views.lesson import vector_steps as vlv
 from bertviz_lab.views.lesson import why_step as vlw
+from bertviz_lab.ui.why import sections as ui_why
 from bertviz_lab.views.predict import guesses as vpr
 from bertviz_lab.views.representations import vectors as rv
 
@@ -164,10 +164,7 @@ def mattered(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
                             "more measures beside these two, and the causal test that settles which to believe.")
         if frame.below.button("Open “Why this guess?” on this sentence", key=f"{K.REVEAL.name}.why",
                               icon=":material/psychology_alt:"):
-            for key, value in ((state.Why.SENTENCES.text_a, text), (state.Why.SENTENCES.pair, False),
-                               (state.Why.TARGET, ""), (state.Why.CONTRAST, ""), (state.Why.MASK, 0)):
-                state.put(key, value)
-            yours.publish(state.Why.SENTENCES)  # the learner's sentence now: the page opens on it
+            ui_why.hand_off(text)
             st.switch_page("pages/why.py")
 
 

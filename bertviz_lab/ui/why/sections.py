@@ -128,10 +128,15 @@ def examples(ckpt: Checkpoint) -> None:
 
 def _use_example() -> None:
     picked = state.get(K.EXAMPLE)
-    if picked is None:
-        return
-    for key, value in ((K.SENTENCES.text_a, picked.text), (K.SENTENCES.pair, False), (K.TARGET, ""),
-                       (K.CONTRAST, ""), (K.MASK, 0)):
+    if picked is not None:
+        hand_off(picked.text)
+
+
+def hand_off(text: str) -> None:
+    """The page opens on this sentence, its top guess explained at its first [MASK] (no target or contrast word):
+    the example picker and the Lesson's "Open Why this guess? on this sentence" both hand a sentence over here."""
+    for key, value in ((K.SENTENCES.text_a, text), (K.SENTENCES.pair, False), (K.TARGET, ""), (K.CONTRAST, ""),
+                       (K.MASK, 0)):
         state.put(key, value)
     yours.publish(K.SENTENCES)  # the learner's sentence now, as if typed: other pages open on it too
 

@@ -9,7 +9,7 @@ The dev-set evaluation and the before/after picture are in `views/finetune/dev.p
 
 from __future__ import annotations
 
-import datetime
+import datetime as dt
 import hashlib
 import re
 from dataclasses import dataclass, fields
@@ -339,7 +339,7 @@ def run_rows(all_runs: list[runs.RunInfo], curves_of) -> pd.DataFrame:
                      "dev accuracy": metrics.row(held, -1).acc if not held.empty else None,
                      "settings": run.message if run.status == runs.UNREADABLE else describe(run.config),
                      "started by": run.started_by,
-                     "started": datetime.datetime.fromtimestamp(run.created) if run.created else None})
+                     "started": dt.datetime.fromtimestamp(run.created) if run.created else None})
     return pd.DataFrame(rows)
 
 

@@ -9,7 +9,7 @@ so the page refuses a run with a sentence instead of starting a process that wou
 from __future__ import annotations
 
 import dataclasses
-import datetime
+import datetime as dt
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -293,5 +293,5 @@ def run_rows(all_runs: list[runs.RunInfo], curves_of: Callable[[Path], Curves] =
                      "held-out MLM loss": last.loss, "top-1": last.acc, "top-5": last.top5, "NSP acc": last.nsp_acc,
                      "settings": run.message if run.status == runs.UNREADABLE else describe(run.config),
                      "started by": run.started_by,
-                     "started": datetime.datetime.fromtimestamp(run.created) if run.created else None})
+                     "started": dt.datetime.fromtimestamp(run.created) if run.created else None})
     return pd.DataFrame(rows)
