@@ -5,7 +5,7 @@ sidebar's model and device picker once, for whichever page the URL names, runs t
 the view back into the link and offers it to share (the link, its QR code, and the handout zip of the
 views this session drew: ui/shell/share.py, ui/shell/handout.py). In classroom mode (`./lab.sh app --classroom`)
 the sidebar starts with the address and QR code students open. Projector view (ui/shell/projector.py) folds
-the sidebar away and moves the page menu and the share button to the top.
+the sidebar away and moves the page menu (a dropdown per section) and the share button to the top.
 """
 
 import streamlit as st
@@ -17,8 +17,7 @@ from bertviz_lab.ui.shell import projector
 from bertviz_lab.ui.shell.classroom import join_box
 from bertviz_lab.ui.shell.handout import handout_button
 from bertviz_lab.ui.shell.models import plain_error, shown, sidebar
-from bertviz_lab.ui.shell.router import HOME, ensure_router, routing
-from bertviz_lab.ui.shell.router import PAGES as ROUTER_PAGES
+from bertviz_lab.ui.shell.router import HOME, by_section, ensure_router, routing
 from bertviz_lab.ui.shell.share import share_box
 from bertviz_lab.ui.shell.state import Classroom
 from bertviz_lab.ui.shell.turns import my_turn
@@ -27,8 +26,9 @@ st.set_page_config(page_title="bertviz_lab", page_icon="🔍", layout="wide")
 ensure_router()  # a server's first request: leave the pages/-folder mode before drawing anything
 projector.read_link()
 projector.apply()
-PAGES = [st.Page(p.path, title=p.title, icon=p.icon, default=p is HOME) for p in ROUTER_PAGES]  # ui/shell/router.py's list
-page = st.navigation(PAGES, position="top" if projector.on() else "sidebar")
+MENU = {section: [st.Page(p.path, title=p.title, icon=p.icon, default=p is HOME) for p in pages]
+        for section, pages in by_section().items()}  # ui/shell/router.py's list, in its sections
+page = st.navigation(MENU, position="top" if projector.on() else "sidebar", expanded=True)  # top: a dropdown each
 projector.switch()
 try:
     if classroom_mode():

@@ -42,6 +42,7 @@ from bertviz_lab.bert.checkpoint import save_checkpoint  # noqa: E402
 from bertviz_lab.bert.config import preset  # noqa: E402
 from bertviz_lab.bert.model import BertForPreTraining  # noqa: E402
 from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer  # noqa: E402
+from bertviz_lab.views.lesson import steps as vls  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"Mask & predict": ("pages/predict.py", "predict.text_a"), "Attention": ("pages/attention.py", "attn.text_a")}
@@ -174,12 +175,12 @@ def finished_runs(root: Path) -> None:
                        capture_output=True)
 
 
-REVEALED = (1, 2, 3, 4, 5, 6, 7, 8, 11)  # the Lesson's steps that do not train
+REVEALED = tuple(step for step in vls.ids() if step not in ("training", "probe"))  # the Lesson's steps that do not train
 
 
 def reveal_lesson(at) -> None:
-    """Answer and reveal every step of the Lesson but the two that train (9 and 10, with progress bars of their
-    own), so that its redraws draw the revealed views."""
+    """Answer and reveal every step of the Lesson but the two that train ("training" and "probe", with progress
+    bars of their own), so that its redraws draw the revealed views."""
     for step in REVEALED:
         at.selectbox(key="lesson.step").set_value(step).run()
         for kind in ("number_input", "pills", "radio", "selectbox"):
@@ -209,7 +210,7 @@ def page_edits(n: int) -> list[tuple[str, str, dict, str | None, str | None, obj
         return [options[(i + 1) % len(options)] for i in range(n)]
 
     edits = [("Home", "redraw, nothing changed", {}, None, None, [None] * n),
-             ("Lesson", "another step", {}, "selectbox", "lesson.step", [1 + (i + 1) % 11 for i in range(n)]),
+             ("Lesson", "another step", {}, "selectbox", "lesson.step", [vls.ids()[(i + 1) % len(vls.ids())] for i in range(n)]),
              ("Lesson", "another step, answers revealed", reveal_lesson, "selectbox", "lesson.step",
               [REVEALED[(i + 1) % len(REVEALED)] for i in range(n)]),
              ("Mask & predict", "new sentence", {}, "text_area", "predict.text_a", masked),

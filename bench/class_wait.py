@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from bertviz_lab.metrics import EVAL
 from bertviz_lab.pretrain import process, threads
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import TRAIN_STREAM, Trainer
@@ -50,7 +51,7 @@ def command_run(threads: int, steps: int) -> dict:
         if child.returncode:
             raise SystemExit(f"the train command failed (exit {child.returncode})")
         records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-        evals = [r for r in records if r["kind"] == "eval"]
+        evals = [r for r in records if r["kind"] == EVAL]
         return dict(seconds=seconds, peak_mb=usage.ru_maxrss / 1024, last_eval=evals[-1],
                     written_mb=sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file()) / 1e6,
                     checkpoints=len(list((run_dir / "checkpoints").iterdir())),

@@ -23,6 +23,7 @@ from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.finetune import tasks
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import FineTuner
+from bertviz_lab.metrics import EVAL
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
 TARGET = 0.85  # the pretrained pair task should pass this within a minute
@@ -34,7 +35,7 @@ def fine_tune(cfg: FinetuneConfig) -> dict:
     tuner = FineTuner(cfg)
     reached = None
     for record in tuner.run():
-        if record["kind"] == "eval" and reached is None and record["acc"] >= TARGET:
+        if record["kind"] == EVAL and reached is None and record["acc"] >= TARGET:
             reached = (record["step"], time.perf_counter() - start)
     tuner.dev_set = tuner.encode_dev(len(tuner.task.dev))  # the whole dev set, once at the end
     final = tuner.evaluate()
@@ -67,10 +68,10 @@ def main() -> None:
         when = (f"{TARGET:.0%} at step {pre['reached'][0]} ({pre['reached'][1]:.0f} s)" if pre["reached"]
                 else f"never reached {TARGET:.0%}")
         each = ", ".join(f"lr {rate:g}: {t['acc']:.1%}" for rate, t in tries.items())
-        print(f"{name:<14} {tasks.BUILTIN[name][0]:<9} pretrained {pre['acc']:6.1%} ({pre['seconds']:5.1f} s; "
+        print(f"{name:<14} {tasks.BUILTIN[name].kind:<9} pretrained {pre['acc']:6.1%} ({pre['seconds']:5.1f} s; "
               f"{when})  scratch {best['acc']:6.1%} (lr {best_lr:g}; {each})  "
               f"gain {100 * (pre['acc'] - best['acc']):+.1f} points")
-        if tasks.BUILTIN[name][0] == tasks.PAIR:
+        if tasks.BUILTIN[name].kind == tasks.PAIR:
             pair = (pre, best)
     if pair is not None:
         pre, best = pair

@@ -22,8 +22,7 @@ from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.explain import methods
-from bertviz_lab.explain.report import case_for
-from bertviz_lab.explain.score import Score
+from bertviz_lab.explain.score import Score, frozen
 from bertviz_lab.views import inputs
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "bertviz-mini"
@@ -54,8 +53,8 @@ def networkx_flow(A: np.ndarray, position: int) -> np.ndarray:
 def weights(model, ids: list[int], position: int, mask_id: int, pad_id: int) -> np.ndarray:
     """The attention weights (L, H, T, T) of one input, as the explanation reads them."""
     T = len(ids)
-    case = case_for(model, ids, [0] * T, [True] + [False] * (T - 2) + [True], Score(position, 5, None, 0),
-                    mask_id, pad_id)
+    case = methods.Case(frozen(model), torch.tensor([ids]), torch.zeros(1, T, dtype=torch.long),
+                        Score(position, 5, None, 0), np.array([True] + [False] * (T - 2) + [True]), mask_id, pad_id)
     return methods.weights(methods.trace(case))
 
 

@@ -23,6 +23,7 @@ import time
 
 
 from bench.common import hf_adamw, hf_train_step, hf_twin, median_ratio, pin_threads
+from bertviz_lab.metrics import EVAL
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
 
@@ -33,7 +34,7 @@ def run_to_half(seed: int, threads: int, limit_s: float) -> tuple[float, int, fl
     trainer = Trainer(TrainConfig(seed=seed, threads=threads, device="cpu"))
     first = last = None
     for record in trainer.run():
-        if record["kind"] != "eval":
+        if record["kind"] != EVAL:
             continue
         first = record["loss"] if first is None else first
         last = record["loss"]

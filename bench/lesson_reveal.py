@@ -1,6 +1,6 @@
 """The whole class presses Reveal on the Lesson's training step at once (`bench.classroom_load --reveal N`).
 
-Each of N sessions opens the Lesson at step 9 (`/lesson?step=9`, as a shared link would), picks a guess for the
+Each of N sessions opens the Lesson's training step (`/lesson?step=training`, as a shared link would), picks a guess for the
 loss at step 0, and then all N press Reveal together, while the typing sessions of `bench.classroom_load` go on
 with their sentences on Mask & predict and Attention. The tiny training run is computed once for the class
 (ui/shell/once.py): the session that starts it and every session that presses Reveal while it runs follow the same
@@ -15,7 +15,7 @@ import re
 import time
 from dataclasses import dataclass
 
-STEP = 9  # the Lesson's "A short training run"
+STEP = "training"  # the Lesson's "A short training run", by its id
 ANSWER = "Seed 0: held-out loss"  # the caption the revealed step shows under the run's chart
 
 
@@ -42,7 +42,7 @@ def _guess(run) -> tuple[str, list[str]]:
 
 
 async def session(url: str, index: int, everyone: asyncio.Barrier, timeout_s: float, open_timeout_s: float):
-    """One student: open step 9, pick a guess, wait for the class, press Reveal; (first view s, Reveal)."""
+    """One student: open the training step, pick a guess, wait for the class, press Reveal; (first view s, Reveal)."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState
 
     from bench.streamlit_client import Session

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from bertviz_lab.metrics import EVAL
 from bertviz_lab.pretrain.publish import HISTORY
 from bertviz_lab.views.timelapse import syntax as vts
 from bertviz_lab.views.timelapse.syntax_file import FILE
@@ -41,7 +42,7 @@ def _loss(folder: Path, step: int) -> float:
     """The held-out MLM loss a run (or a shipped history) recorded at `step`, or nan."""
     for line in (folder / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
-        if record.get("kind") == "eval" and record.get("step") == step:
+        if record.get("kind") == EVAL and record.get("step") == step:
             return float(record.get("loss", record.get("mlm_loss", "nan")))
     return float("nan")
 

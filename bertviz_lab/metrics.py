@@ -21,6 +21,9 @@ if TYPE_CHECKING:  # imported where a table is built: a trainer, which only writ
     import pandas as pd
 
 TRAIN, EVAL = "train", "eval"
+# The other records the loops yield: a checkpoint written, pretraining's snapshot (pretrain/snapshots.py; it goes
+# to snapshots.jsonl, not metrics.jsonl) and the last one, how the run ended. Every reader compares these names.
+CHECKPOINT, SNAPSHOT, END = "checkpoint", "snapshot", "end"
 # What runs wrote before one name per idea -> the field it is (pretraining train, its eval, fine-tuning's eval)
 OLD_NAMES = {"mlm_loss": "loss", "mlm_acc": "acc", "mlm_top1": "acc", "mlm_top5": "top5",
              "dev_loss": "loss", "dev_acc": "acc"}
@@ -64,8 +67,8 @@ def curve(records: Iterable[Mapping], kind: str) -> list[Metrics]:
 
 def table(recorded: Iterable[Mapping], kind: str) -> pd.DataFrame:
     """`frame(curve(recorded, kind))`, built without a record object per line: a run keeps up to 50,000 records
-    and its page redraws them every second or two (45,000 train records: 0.05 s, against 0.3 s through `Metrics`;
-    2 cores, 2026-11-26). A resumed old run holds both names of an idea, a column each: they become one."""
+    and its page redraws them every second or two (a sixth of the time; figures in docs/benchmarks.md, "Run
+    records"). A resumed old run holds both names of an idea, a column each: they become one."""
     import pandas as pd
 
     chosen = pd.DataFrame([r for r in recorded if r.get("kind") == kind and "step" in r])

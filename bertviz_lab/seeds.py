@@ -1,7 +1,8 @@
 """The seed texts: the five teaching documents this lab was made from, each named once by its subject.
 
 A page that quotes one writes `cite("000")` ("the worked forward pass (seed text 000)"), so a reader learns what
-"seed 000" is and every page names it the same way. The texts themselves are not shipped with the app.
+"seed text 000" is and every page names it the same way; code and docs cite them so too (docs/development.md, "The
+seed texts", says what each holds). The texts themselves are not shipped with the app.
 """
 
 from __future__ import annotations

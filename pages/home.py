@@ -6,7 +6,7 @@ from bertviz_lab.bert import hub
 from bertviz_lab.bert.card import card_facts, markdown_safe
 from bertviz_lab.bert.config import ACTIVATIONS
 from bertviz_lab.ui.shell.models import active_model
-from bertviz_lab.ui.shell.router import where_to_start
+from bertviz_lab.ui.shell.router import by_section, where_to_start
 from bertviz_lab.ui.kit.widgets import family_note
 from bertviz_lab.views import sizes
 
@@ -49,11 +49,13 @@ if cfg.family == "bert":  # the table computes each shape as a BERT's
 
 st.subheader("Where to start")
 links, left_out = where_to_start(ckpt.model, ckpt.family.no_mlm(ckpt.model.has_rtd))  # from the app's page list
-for row in range(0, len(links), 3):
-    for column, info in zip(st.columns(3), links[row:row + 3]):
-        with column:
-            st.page_link(info.path, label=info.title, icon=info.icon)
-            st.caption(info.blurb)
+for section, infos in by_section(links).items():  # the menu's sections, in its order
+    st.markdown(f"**{section}**")
+    for row in range(0, len(infos), 3):
+        for column, info in zip(st.columns(3), infos[row:row + 3]):
+            with column:
+                st.page_link(info.path, label=info.title, icon=info.icon)
+                st.caption(info.blurb)
 if left_out:
     st.caption(left_out)
 st.caption("Pick another model or the device in the sidebar: a model folder or a Hugging Face Hub id of the "

@@ -1,8 +1,9 @@
 """Representations: what BERT learned, read from its vectors.
 
-Five tabs, each computed only while open: one word's vectors across sentences layer by layer (seed 002's
-"bank"), nearest neighbours static vs contextual with retrieval by sense (seed 001, exercise 2), the logit
-lens at [MASK], the embeddings' geometry, and the shapes of a padded batch (seed 002's small BertModel).
+Five tabs, each computed only while open: one word's vectors across sentences layer by layer (the BERT
+tutorial's "bank", seed text 002), nearest neighbours static vs contextual with retrieval by sense (the academic
+manual, seed text 001, exercise 2), the logit lens at [MASK], the embeddings' geometry, and the shapes of a padded
+batch (the BERT tutorial's small BertModel).
 """
 
 import streamlit as st

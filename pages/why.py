@@ -16,6 +16,7 @@ from bertviz_lab.ui.shell.router import end_page
 from bertviz_lab.ui.shell.state import Why as K  # this page's session-state keys
 from bertviz_lab.ui.kit.widgets import encode_or_stop, family_note, plain, say, sentence_inputs
 from bertviz_lab.views.why import explanation as vw
+from bertviz_lab.views.why.ask import Ask
 
 st.title("Why this guess?")
 st.caption(ui_why.lead())
@@ -41,7 +42,7 @@ if replaced:
     state.keep_valid(K.TOKEN, words)
     position = st.selectbox("Token to explain", words, key=K.TOKEN.name,
                             format_func=lambda i: f"{i} · {encoding.tokens[i]}")
-    ask = ui_why.Ask(position=position)
+    ask = Ask(position=position)
 else:
     masks = vw.mask_positions(encoding, tokenizer)
     if not masks:
@@ -59,7 +60,7 @@ else:
     contrast = cols[-1].text_input("Contrast word (optional)", key=K.CONTRAST.name, placeholder="none",
                                   help="Why the target rather than this word? F becomes the difference of the two "
                                        "logits, which cancels what the two words share.")
-    ask = ui_why.Ask(which, target.strip(), contrast.strip())
+    ask = Ask(mask=which, target=target.strip(), contrast=contrast.strip())
 
 st.subheader("The guess explained")
 try:
@@ -77,7 +78,7 @@ right.info(f"Read the rows below with care. The attention rows say where {plain(
            "it found for attention on this sentence.", icon=":material/lightbulb:")
 
 st.subheader("Which tokens mattered?")
-result = ui_why.at_layer(result, *ui_why.attention_pickers(ckpt))
+result = vw.with_attention(result, *ui_why.attention_pickers(ckpt))
 ui_why.strips(result, tokenizer, replaced)
 
 st.subheader("Do the methods agree?")

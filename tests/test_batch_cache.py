@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import batch_cache
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.data import Batch
@@ -35,7 +36,7 @@ def run(cfg, made=None):
             inner = make(stream)
             return lambda i: made.append(i) or inner(i) if stream == 0 else inner(i)
         trainer.batches = counting
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in trainer.run() if r["kind"] in ("train", "eval")]
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in trainer.run() if r["kind"] in (TRAIN, EVAL)]
 
 
 def the_file(folder):
@@ -150,7 +151,7 @@ def test_the_train_command_keeps_its_batches(own_folder, tmp_path):
 
 def test_the_shipped_file_holds_the_classroom_presets_batches_as_the_code_makes_them(own_folder):
     """Fails after a change to the story world, the tokenizer or the masking: then runs make their batches
-    themselves (slower, not wrong). Write the file anew: python -m bertviz_lab.pretrain.batch_cache"""
+    themselves (slower, not wrong). Write the file anew: python -m bertviz_lab.pretrain.ship_batches"""
     trainer = Trainer(TrainConfig(device="cpu", threads=1))
     path = batch_cache.find(trainer.batch_file_name())
     assert path is not None and path.parent == batch_cache.SHIPPED / "batches"

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from browser.harness import CHART, CHROMIUM, EXCEPTION, ROOT, browser_page, open_page, streamlit_server, wait_idle
 
+from bertviz_lab.ui.shell.router import by_section
+
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -66,6 +68,8 @@ def test_a_deep_link_as_the_first_request_gets_the_apps_menu():
         wait_idle(page)
         nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
         assert "Mask & predict" in nav and "app" not in nav.split()
+        lines = nav.splitlines()
+        assert [s for s in lines if s in by_section()] == list(by_section())  # the menu's sections, in order
         page.wait_for_selector(CHART, timeout=30_000)
         assert page.locator(EXCEPTION).count() == 0
 

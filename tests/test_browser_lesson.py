@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from browser.harness import CHROMIUM, EXCEPTION, ROOT, browser_page, streamlit_server, wait_idle
 
+from bertviz_lab.views.lesson import steps as vls
+
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                  reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
 SHOTS = ROOT / "test-artifacts" / "screenshots"  # not docs/: its committed pictures stay as they are
 MASKED = "The lesson's sentence (with [MASK] where BERT should guess a word)"
-STEPS = range(1, 12)
+STEPS = vls.ids()  # a step is named by its id in its link and in its widgets' keys
 # The bottom edge of the question, of Reveal, Back and Next, and of the page's first element, in the viewport.
 BOTTOMS = """step => {
   const bottom = e => e ? Math.round(e.getBoundingClientRect().bottom) : null;
@@ -36,13 +38,13 @@ def server():
         yield url
 
 
-def open_step(page, url: str, step: int, projector: bool) -> None:
+def open_step(page, url: str, step: str, projector: bool) -> None:
     page.goto(f"{url}/lesson?step={step}" + ("&projector=1" if projector else ""))
     page.wait_for_selector(f".st-key-lesson-reveal-{step} button", timeout=60_000)
     wait_idle(page)
 
 
-def reveal(page, step: int, guess: str) -> None:
+def reveal(page, step: str, guess: str) -> None:
     """Guess (a pill's text, or a number typed) and press Reveal."""
     if guess.isdigit():
         box = page.locator(f".st-key-lesson-guess-{step} input")
@@ -59,25 +61,25 @@ def reveal(page, step: int, guess: str) -> None:
 @pytest.mark.parametrize(("width", "projector"), [(1024, True), (1366, False)])
 def test_every_steps_question_reveal_back_and_next_are_on_the_first_screen(server, width, projector):
     with browser_page(width, 768) as page:
-        open_step(page, server, 1, projector)
-        for step in STEPS:
+        open_step(page, server, STEPS[0], projector)
+        for number, step in enumerate(STEPS, 1):
             shown = page.evaluate(BOTTOMS, step)
             assert shown["scrolled"] == 0 and page.locator(EXCEPTION).count() == 0
             for what in ("question", "reveal", "back", "next"):
                 assert shown[what] is not None and 0 < shown[what] <= 768, (width, step, what, shown)
-            if projector and step in (3, 8):  # the heads grid; the two sentences B
-                page.screenshot(path=str(SHOTS / f"lesson_projector_step{step}.png"))
-            if step < len(STEPS):
+            if projector and step in ("heads", "nsp"):  # the heads grid; the two sentences B
+                page.screenshot(path=str(SHOTS / f"lesson_projector_step{number}.png"))
+            if number < len(STEPS):
                 page.keyboard.press("ArrowRight")  # Next's shortcut
-                page.wait_for_selector(f".st-key-lesson-reveal-{step + 1} button", timeout=60_000)
+                page.wait_for_selector(f".st-key-lesson-reveal-{STEPS[number]} button", timeout=60_000)
                 wait_idle(page)
 
 
 def test_the_arrow_keys_move_between_steps_but_not_while_typing(server):
     with browser_page(1024, 768) as page:
-        open_step(page, server, 3, True)
+        open_step(page, server, "heads", True)
         page.keyboard.press("ArrowLeft")  # Back's shortcut
-        page.wait_for_selector(".st-key-lesson-reveal-2 button", timeout=60_000)
+        page.wait_for_selector(".st-key-lesson-reveal-embeddings button", timeout=60_000)
         wait_idle(page)
         box = page.get_by_label(MASKED)
         text = box.input_value()
@@ -89,24 +91,25 @@ def test_the_arrow_keys_move_between_steps_but_not_while_typing(server):
         page.wait_for_function(f"() => new URLSearchParams(location.search).get('a') === {box.input_value()!r}",
                                timeout=60_000)
         wait_idle(page)
-        assert page.locator(".st-key-lesson-reveal-2 button").count() >= 1 and page.locator(EXCEPTION).count() == 0
-        assert page.locator(".st-key-lesson-reveal-3 button").count() == 0
+        assert page.locator(".st-key-lesson-reveal-embeddings button").count() >= 1 \
+            and page.locator(EXCEPTION).count() == 0
+        assert page.locator(".st-key-lesson-reveal-heads button").count() == 0
 
 
 def test_the_revealed_tables_fit_their_boxes_on_a_projector(server):
     with browser_page(1024, 768) as page:
-        open_step(page, server, 1, True)
+        open_step(page, server, "tokens", True)
         page.get_by_label(MASKED).fill(
             "the little cat sat quietly on the old [MASK] near the warm kitchen door .")
         page.keyboard.press("Enter")
-        page.wait_for_selector(".st-key-lesson-reveal-1 button", timeout=60_000)
+        page.wait_for_selector(".st-key-lesson-reveal-tokens button", timeout=60_000)
         wait_idle(page)
-        reveal(page, 1, "9")
+        reveal(page, "tokens", "9")
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
         assert len(page.evaluate(HIDDEN)) >= 2  # a long sentence: its tokens in rows of eight
         assert max(page.evaluate(HIDDEN)) <= 1
-        open_step(page, server, 4, True)
-        reveal(page, 4, "animal")
+        open_step(page, server, "softmax", True)
+        reveal(page, "softmax", "animal")
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
         assert max(page.evaluate(HIDDEN)) <= 1  # the softmax steps: every column in view
         page.get_by_text("score = q·k ÷").first.scroll_into_view_if_needed()

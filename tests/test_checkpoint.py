@@ -17,6 +17,7 @@ from bertviz_lab.bert.checkpoint import load_checkpoint, save_checkpoint
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
+from bertviz_lab.bert.tokenizer_json import from_dir
 from bertviz_lab.errors import CheckpointError
 
 CONFIGS = {
@@ -119,7 +120,7 @@ def test_our_checkpoint_loads_in_transformers(tmp_path, name):
     hf = transformers.BertForPreTraining.from_pretrained(tmp_path, attn_implementation="eager").eval()
     assert_same_outputs(ours, hf, cfg.vocab_size)
     hf_tok = transformers.BertTokenizerFast.from_pretrained(tmp_path)
-    assert hf_tok("the cat sat")["input_ids"] == WordPieceTokenizer.from_dir(tmp_path).encode("the cat sat").ids
+    assert hf_tok("the cat sat")["input_ids"] == from_dir(tmp_path).encode("the cat sat").ids
 
 
 @pytest.mark.parametrize("hf_class, has_mlm", [(transformers.BertForMaskedLM, True), (transformers.BertModel, False)])

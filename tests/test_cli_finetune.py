@@ -24,6 +24,7 @@ from bertviz_lab.cli.finetune import config_of
 from bertviz_lab.files import SHIPPED
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import builtin_tokenizer
+from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,9 +107,9 @@ def test_a_short_run_finishes_with_metrics_and_a_classifier_checkpoint(finished,
     info = runs.read(run_dir)
     assert (info.status, info.step, info.total_steps, info.kind) == ("finished", 4, 4, "finetune"), info.message
     metrics = runs.read_metrics(run_dir)
-    assert [r["step"] for r in metrics if r["kind"] == "train"] == [1, 2, 3, 4]
-    assert [r["step"] for r in metrics if r["kind"] == "eval"] == [0, 2, 4]
-    assert all(0 <= r["acc"] <= 1 and r["loss"] > 0 for r in metrics if r["kind"] == "eval")
+    assert [r["step"] for r in metrics if r["kind"] == TRAIN] == [1, 2, 3, 4]
+    assert [r["step"] for r in metrics if r["kind"] == EVAL] == [0, 2, 4]
+    assert all(0 <= r["acc"] <= 1 and r["loss"] > 0 for r in metrics if r["kind"] == EVAL)
     assert json.loads((run_dir / "run.json").read_text())["command"][0] == "finetune"
     ckpt = load_checkpoint(last_checkpoint(run_dir))
     assert isinstance(ckpt.model, BertClassifier) and ckpt.model.level == level and list(ckpt.model.labels) == labels
@@ -182,7 +183,7 @@ def test_resuming_a_finished_run_changes_nothing_as_for_pretraining(finished, mo
     files = [run_dir / "checkpoint.json", *sorted((run_dir / "checkpoints").rglob("*.safetensors"))]
 
     def state():
-        curves = [runs.read_metrics(run_dir, kind) for kind in ("train", "eval")]
+        curves = [runs.read_metrics(run_dir, kind) for kind in (TRAIN, EVAL)]
         return {p: p.read_bytes() for p in files}, curves
 
     before = state()

@@ -21,6 +21,7 @@ from bertviz_lab.bert.precision import autocast_dtype
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import FineTuner
 from bertviz_lab.finetune.tasks import PAIR, Example, Task
+from bertviz_lab.metrics import TRAIN
 from bertviz_lab.pretrain import runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
@@ -53,7 +54,7 @@ def pretrain_and_resume(device: str, run_dir: Path) -> None:
     cfg = TrainConfig(**SMALL, device=device, precision="bf16")
     first = Trainer(cfg, run_dir)
     records = list(first.run())
-    train = [r for r in records if r["kind"] == "train"]
+    train = [r for r in records if r["kind"] == TRAIN]
     assert records[-1]["status"] == "finished", records[-1]
     assert [r["step"] for r in train] == [1, 2] and all(math.isfinite(r["loss"]) for r in train), train
     assert on(device, first.model)
@@ -67,7 +68,7 @@ def pretrain_and_resume(device: str, run_dir: Path) -> None:
     moments = [s["step"] for s in second.optimizer.state.values()]
     assert moments and all(int(step) == 2 for step in moments)  # AdamW's state came back with the weights
     rest = list(second.run())
-    assert [r["step"] for r in rest if r["kind"] == "train"] == [3], rest
+    assert [r["step"] for r in rest if r["kind"] == TRAIN] == [3], rest
     assert rest[-1]["status"] == "finished" and rest[-1]["step"] == 3
 
 
@@ -197,7 +198,7 @@ def two_processes(device: str, tmp_path: Path) -> None:
         pytest.fail(f"torchrun exited with {status}\n{everything}", pytrace=False)
     info = runs.read(run_dir)
     assert info.status == "finished" and info.step == 6, info.message
-    assert len(runs.read_metrics(run_dir, kind="train")) == 6  # rank 0 alone writes
+    assert len(runs.read_metrics(run_dir, kind=TRAIN)) == 6  # rank 0 alone writes
     card = load_checkpoint(info.checkpoint).card
     assert card["steps"] == 6 and card["device"] == ("cuda:0" if device == "cuda" else device)
 

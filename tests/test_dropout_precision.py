@@ -17,6 +17,7 @@ import torch
 from bertviz_lab.bert import ops, precision
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.metrics import CHECKPOINT
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
 
@@ -114,7 +115,7 @@ def test_a_run_resumed_on_the_cpu_keeps_the_autocast_auto_chose_when_it_began(tm
     monkeypatch.setattr(precision, "cpu_bf16_is_faster", lambda: False)  # the timing said fp32 when it began
     first = Trainer(cfg, tmp_path / "run")
     for record in first.run():
-        if record["kind"] == "checkpoint" and record["step"] == 2:
+        if record["kind"] == CHECKPOINT and record["step"] == 2:
             first.stop_requested = True
     assert first.step == 2 and first.card()["autocast"] == "off"
     monkeypatch.setattr(precision, "cpu_bf16_is_faster", lambda: True)  # and bf16 at the resume

@@ -15,6 +15,7 @@ from family_models import build
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.explain.report import METHODS
 from bertviz_lab.views import inputs
+from bertviz_lab.views.why.ask import Ask
 from bertviz_lab.views.why.explanation import target_id, why
 
 TEXTS = {"bert": ("the cat sat on the [MASK] .", "he sat by the river bank ."),
@@ -126,8 +127,8 @@ def explained(member, request):
     name, hf, tok, ckpt, encoding = member
     top = why(ckpt.model, ckpt.tokenizer, encoding)
     ours = top if request.param == "target" else why(
-        ckpt.model, ckpt.tokenizer, encoding, target=top.target,
-        contrast=ckpt.tokenizer.id_to_token(top.guesses.masks[0].candidates[1].id))
+        ckpt.model, ckpt.tokenizer, encoding,
+        Ask(target=top.target, contrast=ckpt.tokenizer.id_to_token(top.guesses.masks[0].candidates[1].id)))
     score = ours.explanation.score
     assert (score.contrast is None) == (request.param == "target")
     reference = Reference(name, hf, tok, torch.tensor([encoding.ids]), torch.tensor([encoding.segment_ids]),
@@ -161,7 +162,7 @@ def test_f_and_integrated_gradients_add_up(explained):
 
 def test_attention_of_any_layer_and_head_matches_transformers(member):
     name, hf, tok, ckpt, encoding = member
-    ours = why(ckpt.model, ckpt.tokenizer, encoding, layer=0, head=1)
+    ours = why(ckpt.model, ckpt.tokenizer, encoding, Ask(layer=0, head=1))
     reference = Reference(name, hf, tok, torch.tensor([encoding.ids]), torch.tensor([encoding.segment_ids]),
                           ours.position, ours.explanation.score.target, None)
     theirs = reference.out.attentions[0][0, 1, ours.position].double().numpy()
@@ -173,8 +174,8 @@ def test_a_contrast_is_the_difference_of_the_two_targets(member):
     attention methods never read F, so no target changes them."""
     name, _, _, ckpt, encoding = member
     a, b = WORDS[name]
-    run = lambda target, contrast=None: why(ckpt.model, ckpt.tokenizer, encoding, target=target,  # noqa: E731
-                                            contrast=contrast).explanation
+    run = lambda target, contrast=None: why(ckpt.model, ckpt.tokenizer, encoding,  # noqa: E731
+                                            Ask(target=target, contrast=contrast)).explanation
     of_a, of_b, a_vs_b = run(a), run(b), run(a, b)
     assert (a_vs_b.score.target, a_vs_b.score.contrast) == (of_a.score.target, of_b.score.target)
     assert a_vs_b.value == pytest.approx(of_a.value - of_b.value, abs=1e-5)
@@ -238,13 +239,13 @@ def test_every_family_explains_its_guess(tmp_path_factory, name):
 
 def test_the_electra_discriminator_explains_its_replaced_token_logit(tmp_path_factory):
     name, hf, ckpt, encoding = family("electra-discriminator", tmp_path_factory)
-    result = why(ckpt.model, ckpt.tokenizer, encoding, position=3)
+    result = why(ckpt.model, ckpt.tokenizer, encoding, Ask(position=3))
     check_explanation(result)
     assert result.position == 3 and result.guesses is None and result.target == ""
     logit = float(hf_logits(name, hf, encoding)[3])
     assert result.explanation.value == pytest.approx(logit, abs=1e-5)
     assert result.explanation.prob == pytest.approx(1 / (1 + np.exp(-logit)), abs=1e-6)
-    other = why(ckpt.model, ckpt.tokenizer, encoding, position=2).explanation
+    other = why(ckpt.model, ckpt.tokenizer, encoding, Ask(position=2)).explanation
     assert other.value == pytest.approx(float(hf_logits(name, hf, encoding)[2]), abs=1e-5)
     assert other.value != result.explanation.value
 
@@ -259,5 +260,5 @@ def test_a_typed_word_finds_its_word_start_token(tmp_path_factory, name, typed, 
     assert tokenizer.token_to_id(token) is not None
     assert target_id(tokenizer, typed) == tokenizer.token_to_id(token)
     encoding = inputs.encode(tokenizer, ckpt.model, TEXT)
-    result = why(ckpt.model, tokenizer, encoding, target=typed)
+    result = why(ckpt.model, tokenizer, encoding, Ask(target=typed))
     assert result.target == token and result.explanation.score.target == tokenizer.token_to_id(token)

@@ -14,6 +14,7 @@ import pytest
 from bertviz_lab.explain import checks, rank
 from bertviz_lab.explain.report import METHODS
 from bertviz_lab.views import inputs
+from bertviz_lab.views.why.ask import Ask
 from bertviz_lab.views.why.explanation import TITLES, deletion_for, why
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py: tiny models run on one torch thread
@@ -29,14 +30,14 @@ def encoded(tiny_model, tiny_tokenizer, text: str = TEXT):
 def test_a_contrasts_deletion_curve_follows_sigmoid_of_f_not_p_target(tiny_model, tiny_tokenizer):
     """With a contrast the curve is sigmoid(F) = p(target) / (p(target) + p(contrast)) after each removal: a
     removal that lowers both words alike leaves it where it was. Before, it followed p(target)."""
-    result = why(tiny_model, tiny_tokenizer, encoded(tiny_model, tiny_tokenizer), target="mat", contrast="rug")
+    result = why(tiny_model, tiny_tokenizer, encoded(tiny_model, tiny_tokenizer), Ask(target="mat", contrast="rug"))
     deletion = deletion_for(result)
     assert deletion.follows == "sigmoid(F)" and result.follows == "p(mat | mat or rug)"
     case = result.case
     f = float(case.score(case.model, case.ids, case.segments)[0])
     for name, curve in deletion.curves.items():
         assert curve[0] == pytest.approx(1 / (1 + math.exp(-f)), abs=1e-6), name
-    plain = deletion_for(why(tiny_model, tiny_tokenizer, encoded(tiny_model, tiny_tokenizer), target="mat"))
+    plain = deletion_for(why(tiny_model, tiny_tokenizer, encoded(tiny_model, tiny_tokenizer), Ask(target="mat")))
     assert plain.follows == "p(target)"
     assert plain.curves["occlusion"][0] == pytest.approx(result.explanation.prob, abs=1e-6)  # p(mat), not sigmoid(F)
     assert not np.allclose(deletion.random_curves, plain.random_curves)
@@ -122,7 +123,7 @@ def test_the_attention_methods_never_read_f_and_the_page_says_so(tiny_model, tin
     """Their rows are the same for any target and contrast; the rows read from F are not."""
     enc = encoded(tiny_model, tiny_tokenizer)
     top = why(tiny_model, tiny_tokenizer, enc).explanation.values
-    other = why(tiny_model, tiny_tokenizer, enc, target="rug", contrast="dog").explanation.values
+    other = why(tiny_model, tiny_tokenizer, enc, Ask(target="rug", contrast="dog")).explanation.values
     for key, method in METHODS.items():
         if method.kind == "attention":
             np.testing.assert_array_equal(top[key], other[key], err_msg=key)

@@ -103,6 +103,12 @@ CASES = {
                             and column(t, "y", trace="random orders: mean (band: ±1 sd)") == pytest.approx([0.5, 0.3, 0.2])
                             and column(t, "y", trace="random orders: mean + 1 sd") == pytest.approx([0.5, 0.4, 0.3])
                             and column(t, "y", trace="random orders: mean − 1 sd") == pytest.approx([0.5, 0.2, 0.1])),
+    "why.strips": (lambda: fy.strips({"occlusion": np.array([1.0, -2.0])}, {"occlusion": True}, ["a<b", "c"], 1, None),
+                   lambda t: column(t, "method value", y="occlusion", x="1 c") == [-2.0]),
+    "why.agreement": (lambda: fy.agreement({"a": {"a": 1.0, "<b>": None}, "<b>": {"a": None, "<b>": 1.0}}, 5),
+                      lambda t: cell(t, "<b>", "<b>") == 1.0 and np.isnan(cell(t, "a", "<b>"))),
+    "why.deletion": (lambda: fy.deletion({"flow": np.array([0.5, 0.2])}, np.array([[0.5, 0.4]]), {"flow"}, "p(<b>)"),
+                     lambda t: column(t, "y", trace="flow") == [0.5, 0.2]),
     "attention.attention_heatmap": (lambda: fa.attention_heatmap(W, LABELS, LABELS, "T"), check_heatmap),
     "attention.attention_grid": (lambda: fa.attention_grid(np.stack([[W, W * 2], [W * 3, W * 4]]), LABELS, LABELS,
                                                            np.array([[True, True], [True, False]]), "g"), check_grid),

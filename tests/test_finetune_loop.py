@@ -19,6 +19,7 @@ from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import FineTuner, builtin_tokenizer, word_labels
 from bertviz_lab.finetune.tasks import PAIR, TOKEN, Example, Task
+from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import checkpoints, runs
 
 TINY = dict(task="acceptability", scratch="tiny", layers=1, hidden=32, heads=2, seq_len=32, batch_size=8, steps=6,
@@ -42,7 +43,7 @@ def token_task() -> Task:
 
 
 def comparable(records):
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in records if r["kind"] in ("train", "eval")]
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in records if r["kind"] in (TRAIN, EVAL)]
 
 
 @pytest.fixture
@@ -93,7 +94,7 @@ def test_a_linear_probe_trains_the_classifier_alone():
 def test_full_fine_tuning_learns_a_pair_task_the_dev_set_tells():
     tuner = FineTuner(FinetuneConfig(**{**TINY, "steps": 60, "eval_every": 60, "warmup": 3}), task=pair_task())
     records = list(tuner.run())
-    evals = [r for r in records if r["kind"] == "eval"]
+    evals = [r for r in records if r["kind"] == EVAL]
     assert [e["step"] for e in evals] == [0, 60]
     assert evals[0]["acc"] <= 0.75 and evals[-1]["acc"] == 1.0  # "tired" vs "happy" needs sentence B
 
@@ -132,7 +133,7 @@ def test_a_run_stopped_midway_resumes_to_the_same_weights_and_records(tmp_path):
     records = []
     for record in first.run():
         records.append(record)
-        if record["kind"] == "train" and record["step"] == 3:
+        if record["kind"] == TRAIN and record["step"] == 3:
             first.stop_requested = True  # saves step 3 (between the step-2 and step-4 checkpoints)
     assert records[-1]["status"] == "stopped" and records[-1]["step"] == 3
     loads = []
@@ -166,6 +167,6 @@ def test_a_background_run_is_a_finetune_run_that_stops_and_resumes(tmp_path):
     runs.resume(info.path)
     done = wait(info.path, timeout=240)
     assert done.status == "finished", done.message
-    steps = [r["step"] for r in runs.read_metrics(info.path, kind="train")]
+    steps = [r["step"] for r in runs.read_metrics(info.path, kind=TRAIN)]
     assert steps == list(range(1, 401))  # no step lost or repeated across the stop
     assert isinstance(load_checkpoint(done.checkpoint).model, BertClassifier)

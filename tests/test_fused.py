@@ -7,6 +7,7 @@ import torch
 
 from bertviz_lab.bert.fused import masked_lm_loss
 from bertviz_lab.bert.losses import mlm_cross_entropy
+from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import loop
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
@@ -52,7 +53,7 @@ def test_training_with_the_fused_loss_follows_the_textbook_loss(monkeypatch):
 
     def history():
         trainer = Trainer(cfg)
-        return [r for r in trainer.run() if r["kind"] in ("train", "eval")]
+        return [r for r in trainer.run() if r["kind"] in (TRAIN, EVAL)]
 
     fused = history()
 

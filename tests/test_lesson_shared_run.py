@@ -25,7 +25,7 @@ from bertviz_lab.ui.shell import once
 from bertviz_lab.views.lesson import runs as lesson_runs
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "lesson.py")
-STEP = 9  # the short training run
+STEP = "training"  # the short training run
 REVEAL = f"lesson.reveal.{STEP}"
 MOON = "the loss went to the moon"
 WAIT_S = 120  # the most any step waits for another thread: only a hang reaches it

@@ -21,7 +21,7 @@ from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.rng import global_rng
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
 from bertviz_lab.errors import InputError
-from bertviz_lab.metrics import EVAL, Metrics
+from bertviz_lab.metrics import END, EVAL, Metrics
 from bertviz_lab.pretrain.loop import EVAL_STREAM, Trainer
 from bertviz_lab.views import inputs
 from bertviz_lab.views.predict import guesses as vpr
@@ -286,15 +286,15 @@ def test_a_tiny_training_run_leaves_threads_and_random_numbers_as_they_were(monk
     reported = []
     records = lesson_runs.train_tiny(seed=3, report=reported.append)
     assert reported == records  # each one handed on as it came
-    assert [r["step"] for r in records if r["kind"] == "eval"] == [0, 2, 4] and records[-1]["kind"] == "end"
-    held_out = [r for r in records if r["kind"] == "eval"]
+    assert [r["step"] for r in records if r["kind"] == EVAL] == [0, 2, 4] and records[-1]["kind"] == END
+    held_out = [r for r in records if r["kind"] == EVAL]
     assert held_out[0]["loss"] == pytest.approx(math.log(lesson_runs.tiny_vocab_size()), rel=0.1)
     assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), rng)
 
 
 def test_a_tiny_run_in_another_thread_waits_for_the_global_generator_and_is_a_pure_function_of_its_seed(monkeypatch):
     monkeypatch.setattr(lesson_runs, "TINY", dataclasses.replace(lesson_runs.TINY, steps=2, eval_every=2))
-    alone = [r["loss"] for r in lesson_runs.train_tiny(seed=5) if r["kind"] == "eval"]
+    alone = [r["loss"] for r in lesson_runs.train_tiny(seed=5) if r["kind"] == EVAL]
     reported, done = [], []
     with global_rng(seed=99):  # another thread seeds torch's generator and draws from it meanwhile
         worker = threading.Thread(target=lambda: done.append(lesson_runs.train_tiny(seed=5, report=reported.append)))
@@ -303,7 +303,7 @@ def test_a_tiny_run_in_another_thread_waits_for_the_global_generator_and_is_a_pu
         worker.join(0.3)
         assert not reported  # the run builds its model only once the generator is free
     worker.join(60)
-    assert [r["loss"] for r in done[0] if r["kind"] == "eval"] == alone  # the same run, to the bit
+    assert [r["loss"] for r in done[0] if r["kind"] == EVAL] == alone  # the same run, to the bit
 
 
 def test_probes_compare_the_model_with_random_weights_of_its_shape(tiny_model, tiny_tokenizer, monkeypatch):

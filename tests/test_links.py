@@ -23,7 +23,7 @@ from bertviz_lab.views import inputs
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGE_FILES = {"predict": "pages/predict.py", "attention": "pages/attention.py", "losses": "pages/losses.py",
               "representations": "pages/representations.py", "timelapse": "pages/timelapse.py", "why": "pages/why.py",
-              "syntax": "pages/syntax.py"}
+              "syntax": "pages/syntax.py", "lesson": "pages/lesson.py"}
 NOTE = "This link asked for something this view cannot show"
 
 
@@ -142,6 +142,35 @@ def test_a_typed_sentence_with_hidden_characters_is_left_out_of_the_link_and_nam
     assert "a" not in query_of(at)  # the link never carries what its reader would refuse
     assert any(c.value.endswith(": Sentence A holds invisible or direction-changing characters (U+202E), so the link "
                                 "opens with the page's default there.") for c in at.caption)
+
+
+def test_a_lesson_link_names_its_step_by_id_and_round_trips():
+    at = open_link("lesson", {"step": "softmax"})
+    assert notes(at) == [] and at.session_state["lesson.step"] == "softmax"
+    assert at.subheader[0].value == "4. The softmax steps" and query_of(at) == {"step": "softmax"}
+    at.button(key="lesson.next").click().run()
+    link = query_of(at)
+    assert link == {"step": "guess"}  # the step's id, not its place
+    again = open_link("lesson", link)
+    assert again.session_state["lesson.step"] == "guess" and again.subheader[0].value == "5. The guess at [MASK]"
+
+
+@pytest.mark.parametrize(("number", "step", "title"), [("1", "tokens", "1. Tokens"),
+                                                       ("9", "training", "9. A short training run")])
+def test_a_lesson_link_shared_with_a_step_number_opens_that_step_and_is_written_again_by_id(number, step, title):
+    at = open_link("lesson", {"step": number})
+    assert notes(at) == [] and at.session_state["lesson.step"] == step and at.subheader[0].value == title
+    assert query_of(at) == ({} if step == "tokens" else {"step": step})  # the first step is the default: no parameter
+
+
+@pytest.mark.parametrize(("value", "said"), [("12", "step=`12` is not a step's number (1 to 11)"),
+                                             ("**bogus**", "step=`**bogus**` is not a step of the Lesson (one of "
+                                                           "tokens, embeddings, heads")])
+def test_a_lesson_link_to_no_step_opens_the_first_with_one_note(value, said):
+    at = open_link("lesson", {"step": value})
+    (note,) = notes(at)
+    assert said in note, note
+    assert at.session_state["lesson.step"] == "tokens" and at.subheader[0].value == "1. Tokens"
 
 
 # --- Bad and hostile links --------------------------------------------------------------------------
@@ -330,7 +359,7 @@ def test_runs_in_a_link_is_the_runs_root_wherever_it_points(visitor, monkeypatch
     assert query_of(at)["model"] == "runs/r1/checkpoint"
 
 
-@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse", "why", "syntax"])
+@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse", "why", "syntax", "lesson"])
 def test_every_page_survives_garbage_in_every_one_of_its_parameters(page):
     garbage = {p.name: ("\x07" * 3 if i % 2 else "9" * 40) for i, p in enumerate(links.PAGES[page])}
     at = open_link(page, garbage)

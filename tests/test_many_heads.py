@@ -60,7 +60,7 @@ def test_a_small_grid_keeps_a_title_per_square():
 
 def test_the_lessons_heads_step_on_a_bert_base_shape(wide):
     folder, layers, heads = wide
-    at = open_page(PAGES / "lesson.py", folder, lesson__step=3)
+    at = open_page(PAGES / "lesson.py", folder, lesson__step="heads")
     grid = next(f for f in figures(at) if len(f["data"]) == layers * heads)
     notes = [a["text"] for a in grid["layout"]["annotations"]]
     assert notes == ["H"] + [str(h) for h in range(heads)] + [f"L{n}" for n in range(layers)]

@@ -41,7 +41,6 @@ from bertviz_lab.views.predict import guesses as vpr
 from bertviz_lab.views.representations import vectors as rv
 from bertviz_lab.views.syntax import analysis as vs
 from bertviz_lab.views.why import explanation as vw
-from bertviz_lab.views.why import parts as why_parts
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TOL = dict(atol=1e-5, rtol=0)
@@ -183,7 +182,7 @@ def test_head_roles_draw_the_heads_commands_scores(lab):
 
 def test_why_and_deletion_draw_the_pages_charts(lab):
     encoding = inputs.encode(lab.tokenizer, lab.model, TEXT)
-    result = why_parts.with_attention(vw.why(lab.model, lab.tokenizer, encoding, ig_steps=8), 1, 2)
+    result = vw.with_attention(vw.why(lab.model, lab.tokenizer, encoding, vw.Ask(ig_steps=8)), 1, 2)
     e = result.explanation
     assert_same(nb.why(lab, TEXT, layer=1, head=2, ig_steps=8), fy.heat_strips(
         {vw.TITLES[k]: v for k, v in e.values.items()}, {vw.TITLES[k]: m.signed for k, m in METHODS.items()},

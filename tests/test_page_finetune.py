@@ -22,6 +22,7 @@ from bertviz_lab.finetune import data as ft_data
 from bertviz_lab.finetune import runs as ft_runs
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.loop import TASK_FILE, builtin_tokenizer
+from bertviz_lab.metrics import EVAL
 from bertviz_lab.pretrain import runs
 from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT
 from bertviz_lab.views.finetune import classifier as vf
@@ -265,7 +266,7 @@ def test_the_run_started_from_the_page_shows_its_curves(trained):
     curves = {t["name"]: t for t in charts(at, "Loss")[0]["data"]}
     np.testing.assert_array_equal(array(curves["train"]["x"]), [1, 2, 3, 4])
     np.testing.assert_array_equal(array(curves["held-out"]["x"]), [0, 4])
-    held = runs.read_metrics(root / "from-page", "eval")
+    held = runs.read_metrics(root / "from-page", EVAL)
     accuracy = {t["name"]: t for t in charts(at, "Accuracy")[0]["data"]}
     np.testing.assert_allclose(array(accuracy["held-out"]["y"]), [r["acc"] for r in held])
     assert any("coherence · from tiny-pre step 10 · full fine-tuning" in c.value for c in at.caption)
@@ -284,7 +285,7 @@ def test_the_confusion_matrix_and_the_wrong_examples_match_the_checkpoint(traine
         counts[labels.index(t), labels.index(p)] += 1
     heatmap = charts(at, "Confusion matrix")[0]["data"][0]
     np.testing.assert_array_equal(array(heatmap["customdata"]), counts)
-    last = runs.read_metrics(root / name, "eval")[-1]["acc"]
+    last = runs.read_metrics(root / name, EVAL)[-1]["acc"]
     assert np.trace(counts) / counts.sum() == pytest.approx(last)  # the curve's last point
     wrong_table = table(at, "confidence")
     assert set(wrong_table["#"]) == wrong and len(wrong_table) == len(wrong)
@@ -333,7 +334,7 @@ def test_the_overlay_draws_one_trace_per_chosen_run(trained):
                      "coherence · from scratch (2×32) · full fine-tuning"]  # legends: the runs' descriptions
     assert len(charts(at, "Training loss")[0]["data"]) == 2
     notes = [m.value.replace("\\", "") for m in at.markdown if "always answering" in m.value][0]  # what these two runs show
-    last = {name: runs.read_metrics(root / name, "eval")[-1]["acc"] for name in ("from-page", "scratch")}
+    last = {name: runs.read_metrics(root / name, EVAL)[-1]["acc"] for name in ("from-page", "scratch")}
     assert f"pretrained with NSP against random weights: {last['from-page']:.1%} vs {last['scratch']:.1%}" in notes
     assert fd.COHERENCE_NOTE in notes and "climbs slowly, if at all" not in notes
 

@@ -3,7 +3,6 @@ answer checked against the model's numbers computed here, the score, Back / Next
 
 from __future__ import annotations
 
-import ast
 import math
 from pathlib import Path
 from unittest import mock
@@ -21,6 +20,7 @@ from bertviz_lab.ui.shell import links
 from bertviz_lab.ui.shell.state import Lesson as K
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import runs as lesson_runs
+from bertviz_lab.views.lesson import steps as vls
 from bertviz_lab.views.lesson import vector_steps as vlv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +41,8 @@ def page() -> AppTest:
     return at
 
 
-def widget(at: AppTest, step: int):
-    """The guess widget of a step, whatever its kind."""
+def widget(at: AppTest, step: str):
+    """The guess widget of a step (named by its id), whatever its kind."""
     key = f"lesson.guess.{step}"
     for kind in (at.number_input, at.pills, at.radio, at.selectbox):
         try:
@@ -52,7 +52,7 @@ def widget(at: AppTest, step: int):
     raise AssertionError(f"no guess widget for step {step}")
 
 
-def answer(at: AppTest, step: int, guess) -> str:
+def answer(at: AppTest, step: str, guess) -> str:
     """Guess, Reveal, and the verdict the page shows."""
     widget(at, step).set_value(guess).run()
     at.button(key=f"lesson.reveal.{step}").click().run()
@@ -61,7 +61,7 @@ def answer(at: AppTest, step: int, guess) -> str:
     return shown.value.replace("\\", "")
 
 
-def go(at: AppTest, step: int) -> AppTest:
+def go(at: AppTest, step: str) -> AppTest:
     at.selectbox(key="lesson.step").set_value(step).run()
     assert not at.exception, at.exception
     return at
@@ -71,7 +71,7 @@ def score(at: AppTest) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("**Score:**"))
 
 
-def options(at: AppTest, step: int) -> list[str]:
+def options(at: AppTest, step: str) -> list[str]:
     """The options as the class reads them (labels arrive Markdown-escaped)."""
     return [o.replace("\\", "") for o in widget(at, step).options]
 
@@ -105,55 +105,55 @@ def hiding_lowers_most(ckpt, enc) -> tuple[str, set]:
     return best, {w for w, d in drop.items() if drop[best] - d < vl.NEAR * abs(drop[best])}
 
 
-def expected_answers(ckpt, at: AppTest) -> dict[int, tuple[object, set]]:
+def expected_answers(ckpt, at: AppTest) -> dict[str, tuple[object, set]]:
     """Each step's answer and the options it accepts, from the model's own numbers, computed here without the
     page's views."""
     model, tok = ckpt.model, ckpt.tokenizer
     cat, attn = "the cat sat on the [MASK] .", "the animal did not cross the street because it was too tired ."
     enc, out = run(ckpt, cat)
-    found = {1: (len(enc.ids), {len(enc.ids)})}
+    found = {"tokens": (len(enc.ids), {len(enc.ids)})}
     table = torch.nn.functional.normalize(model.bert.embeddings.word_embeddings.weight.detach(), dim=-1)
-    go(at, 2)
-    cosine = {w: float(table[tok.token_to_id(w)] @ table[tok.token_to_id("cat")]) for w in options(at, 2)}
-    found[2] = max(cosine, key=cosine.get), near(cosine)
+    go(at, "embeddings")
+    cosine = {w: float(table[tok.token_to_id(w)] @ table[tok.token_to_id("cat")]) for w in options(at, "embeddings")}
+    found["embeddings"] = max(cosine, key=cosine.get), near(cosine)
     enc_a, out_a = run(ckpt, attn)
     weights = torch.stack([s.weights[0] for s in out_a.trace])  # (L, H, T, T)
     T = len(enc_a.ids)
     previous = weights[:, :, torch.arange(1, T - 1), torch.arange(0, T - 2)].mean(-1)  # (L, H)
     scores = {f"L{layer} H{head}": float(previous[layer, head]) for layer in range(previous.shape[0])
               for head in range(previous.shape[1])}
-    found[3] = max(scores, key=scores.get), near(scores)
-    go(at, 4)
+    found["heads"] = max(scores, key=scores.get), near(scores)
+    go(at, "softmax")
     layer, head = (int(p[1:]) for p in at.selectbox(key="lesson.head").value.split())
     row = weights[layer, head, enc_a.tokens.index("it")]
     labels = [t if enc_a.tokens.count(t) == 1 else f"{t} ({i})" for i, t in enumerate(enc_a.tokens)]
-    found[4] = labels[int(row.argmax())], near(dict(zip(labels, row.tolist())))
+    found["softmax"] = labels[int(row.argmax())], near(dict(zip(labels, row.tolist())))
     probs = out.mlm_logits[0, enc.tokens.index("[MASK]")].softmax(-1)
     top = {tok.id_to_token(int(i)): float(probs[i]) for i in probs.topk(4).indices}
-    found[5] = max(top, key=top.get), near(top)
-    found[6] = hiding_lowers_most(ckpt, enc)
+    found["guess"] = max(top, key=top.get), near(top)
+    found["why"] = hiding_lowers_most(ckpt, enc)
     nll = -float(probs[tok.token_to_id("mat")].log())
     band = next(label for edge, label in vl.LOSS_BANDS if nll < edge)
-    found[7] = band, {band}
-    go(at, 8)
+    found["loss"] = band, {band}
+    go(at, "nsp")
     p_next = {b: float(run(ckpt, "the cat sat on the mat .", b)[1].nsp_logits[0].softmax(-1)[0])
-              for b in options(at, 8)}
-    found[8] = max(p_next, key=p_next.get), near(p_next)
+              for b in options(at, "nsp")}
+    found["nsp"] = max(p_next, key=p_next.get), near(p_next)
     step0 = Trainer(lesson_runs.tiny_config(0)).evaluate().loss
     start = min(lesson_runs.start_question(lesson_runs.tiny_vocab_size())[1].items(), key=lambda kv: abs(kv[1] - step0))[0]
-    found[9] = start, {start}
+    found["training"] = start, {start}
     probes = lesson_runs.compare_probes(model, tok, "acceptability").accuracy
     pre, rnd = probes[lesson_runs.PRETRAINED], probes[lesson_runs.RANDOM]
     two_se = 2 * math.sqrt((pre * (1 - pre) + rnd * (1 - rnd)) / lesson_runs.PROBE_DEV)
     verdict = lesson_runs.probe_question().options[2] if abs(pre - rnd) <= two_se else \
         lesson_runs.PRETRAINED if pre > rnd else lesson_runs.RANDOM
-    found[10] = verdict, {verdict}
+    found["probe"] = verdict, {verdict}
     vectors = [torch.stack([h[0, e.tokens.index("bank")] for h in o.hidden_states])
                for e, o in (run(ckpt, s) for s in SENSES)]
     same = torch.nn.functional.cosine_similarity(vectors[0], vectors[2], dim=-1)[[0, -1]]  # layer 0, the last
     other = torch.nn.functional.cosine_similarity(vectors[0], vectors[1], dim=-1)[[0, -1]]
     readings = [{True, False} if abs(g) < vl.NEAR else {bool(g > 0)} for g in (same - other).tolist()]
-    found[11] = vlv.CLOSER[tuple(bool(g > 0) for g in (same - other).tolist())], \
+    found["contextual"] = vlv.CLOSER[tuple(bool(g > 0) for g in (same - other).tolist())], \
         {vlv.CLOSER[(a, b)] for a in readings[0] for b in readings[1]}
     return found
 
@@ -161,37 +161,37 @@ def expected_answers(ckpt, at: AppTest) -> dict[int, tuple[object, set]]:
 def test_every_step_reveals_the_models_own_answer_and_the_score_counts(mini):
     at = page()
     expected = expected_answers(mini, at)
-    wrong_at = {3, 8}  # the class guesses wrong here, right everywhere else
-    go(at, 1)
+    wrong_at = {"heads", "nsp"}  # the class guesses wrong here, right everywhere else
+    go(at, "tokens")
     assert score(at) == "**Score:** no answers revealed yet"
-    for step in range(1, len(vl.STEPS) + 1):
-        assert at.subheader[0].value == f"{step}. {vl.STEPS[step - 1]}"
+    for number, step in enumerate(vls.ids(), 1):
+        assert at.subheader[0].value == f"{number}. {vls.by_id(step).title}"
         assert at.button(key=f"lesson.reveal.{step}").disabled  # no guess yet: nothing to reveal
-        choices = [] if step == 1 else options(at, step)
+        choices = [] if step == "tokens" else options(at, step)
         right, accepted = expected[step]
-        guess = (right + 1 if step == 1 else next(c for c in choices if c not in accepted)) if step in wrong_at \
-            else right
+        guess = (right + 1 if step == "tokens" else next(c for c in choices if c not in accepted)) \
+            if step in wrong_at else right
         verdict = answer(at, step, guess)
         assert verdict.startswith("Right!" if step not in wrong_at else "Not this time.")
         assert f"The model's answer: **{right}**" in verdict
-        n_right = step - len([s for s in wrong_at if s <= step])
-        assert score(at) == f"**Score:** {n_right} of {step} right so far" and f"{n_right} of {step}" in verdict
-        if step < len(vl.STEPS):
+        n_right = number - len([s for s in wrong_at if vls.position(s) <= number])
+        assert score(at) == f"**Score:** {n_right} of {number} right so far" and f"{n_right} of {number}" in verdict
+        if number < len(vls.STEPS):
             at.button(key="lesson.next").click().run()
     assert at.button(key="lesson.next").disabled
     at.button(key="lesson.back").click().run()
-    assert at.subheader[0].value == "10. A linear probe" and at.selectbox(key="lesson.step").value == 10
+    assert at.subheader[0].value == "10. A linear probe" and at.selectbox(key="lesson.step").value == "probe"
     assert "Dev accuracy" in at.success[0].value.replace("\\", "")  # still revealed, still right
 
 
 def test_the_revealed_views_hold_the_models_numbers(mini):
-    at = go(page(), 7)
-    answer(at, 7, vl.LOSS_BANDS[0][1])
+    at = go(page(), "loss")
+    answer(at, "loss", vl.LOSS_BANDS[0][1])
     enc, out = run(mini, "the cat sat on the [MASK] .")
     nll = -float(out.mlm_logits[0, enc.tokens.index("[MASK]")].log_softmax(-1)[mini.tokenizer.token_to_id("mat")])
     assert {m.label: m.value for m in at.metric}["Loss = −log p"] == f"{nll:.3f}"
-    go(at, 9)
-    answer(at, 9, options(at, 9)[-1])
+    go(at, "training")
+    answer(at, "training", options(at, "training")[-1])
     held_out = [r for r in at.session_state["lesson.training"][2]]
     assert held_out[0].step == 0 and held_out[-1].step == lesson_runs.TINY.steps
     assert held_out[-1].loss < held_out[0].loss - 0.5  # it learned something in seconds
@@ -202,23 +202,23 @@ def test_the_revealed_views_hold_the_models_numbers(mini):
 
 def test_a_new_sentence_asks_again_and_start_over_clears_the_score(mini):
     at = page()
-    assert answer(at, 1, 9).startswith("Right!")
+    assert answer(at, "tokens", 9).startswith("Right!")
     at.text_input(key="lesson.masked").input("the cat sat on the mat today [MASK] .").run()
     assert any("revealed for another sentence" in c.value for c in at.caption)
-    assert answer(at, 1, 11).startswith("Right!") and score(at) == "**Score:** 1 of 1 right so far"
+    assert answer(at, "tokens", 11).startswith("Right!") and score(at) == "**Score:** 1 of 1 right so far"
     at.button(key="lesson.restart").click().run()
-    assert score(at) == "**Score:** no answers revealed yet" and widget(at, 1).value is None
+    assert score(at) == "**Score:** no answers revealed yet" and widget(at, "tokens").value is None
 
 
 @pytest.mark.parametrize(("step", "key", "text", "kind", "words"), [
-    (1, "lesson.masked", "   ", "warning", "empty"),
-    (1, "lesson.masked", "the cat " * 40, "warning", "at most 64"),
-    (5, "lesson.masked", "the cat sat on the mat .", "info", "no [MASK]"),
-    (6, "lesson.masked", "the cat sat on the mat .", "info", "no [MASK]"),
-    (7, "lesson.true_word", "blorptastic", "warning", "the loss at one [MASK] needs a word that is one token"),
-    (8, "lesson.nsp_b", "", "warning", "second sentence"),
-    (11, "lesson.sense_a", "the cat sat on the mat .", "warning", "does not contain"),
-    (11, "lesson.sense_c", "  ", "warning", "three sentences"),
+    ("tokens", "lesson.masked", "   ", "warning", "empty"),
+    ("tokens", "lesson.masked", "the cat " * 40, "warning", "at most 64"),
+    ("guess", "lesson.masked", "the cat sat on the mat .", "info", "no [MASK]"),
+    ("why", "lesson.masked", "the cat sat on the mat .", "info", "no [MASK]"),
+    ("loss", "lesson.true_word", "blorptastic", "warning", "the loss at one [MASK] needs a word that is one token"),
+    ("nsp", "lesson.nsp_b", "", "warning", "second sentence"),
+    ("contextual", "lesson.sense_a", "the cat sat on the mat .", "warning", "does not contain"),
+    ("contextual", "lesson.sense_c", "  ", "warning", "three sentences"),
 ])
 def test_bad_input_says_what_is_wrong(step, key, text, kind, words):
     at = go(page(), step)
@@ -226,32 +226,33 @@ def test_bad_input_says_what_is_wrong(step, key, text, kind, words):
     assert not at.exception, at.exception
     messages = [m.value.replace("\\", "") for m in getattr(at, kind)]
     assert any(words in m for m in messages), messages
-    assert not at.button(key="lesson.back" if step == len(vl.STEPS) else "lesson.next").disabled  # moves on
+    assert not at.button(key="lesson.back" if step == vls.STEPS[-1].id else "lesson.next").disabled  # moves on
 
 
 def test_a_model_without_mlm_or_nsp_head_says_the_step_needs_one(headless_checkpoint):
     at = app_test(PAGE)
     at.session_state["model.path"] = str(headless_checkpoint)
     at.run()
-    for step, what in ((5, "masked-language-model (MLM) head"), (6, "masked-language-model (MLM) head"),
-                       (7, "masked-language-model (MLM) head"), (8, "next-sentence (NSP) head")):
+    for step, what in (("guess", "masked-language-model (MLM) head"), ("why", "masked-language-model (MLM) head"),
+                       ("loss", "masked-language-model (MLM) head"), ("nsp", "next-sentence (NSP) head")):
         go(at, step)
         assert any(what in m.value.replace("\\", "") for m in at.info), [m.value for m in at.info]
         assert f"lesson.reveal.{step}" not in [b.key for b in at.button]  # nothing to ask
-    go(at, 3)  # attention needs no head: the question is asked
-    assert widget(at, 3).options[0] == "L0 H0"
+    go(at, "heads")  # attention needs no head: the question is asked
+    assert widget(at, "heads").options[0] == "L0 H0"
 
 
 def test_a_link_restores_the_step_and_the_sentences():
     params = {p.name: p for p in links.PAGES["lesson"]}
-    assert params["step"].read("3") == 3 and params["a"].key.name == "lesson.masked"
+    assert params["step"].read("3") == "heads" and params["a"].key.name == "lesson.masked"  # a link of before ids
+    assert params["step"].read("heads") == "heads"
     with pytest.raises(ValueError):
-        params["step"].read(str(len(vl.STEPS) + 1))
+        params["step"].read(str(len(vls.LINKED_BY_NUMBER) + 1))
 
 
 def test_the_training_chart_grows_live_but_the_handout_keeps_only_the_finished_chart():
-    at = go(page(), 9)
-    answer(at, 9, options(at, 9)[0])
+    at = go(page(), "training")
+    answer(at, "training", options(at, "training")[0])
     (view,) = at.session_state["handout.views"].values()
     assert [name for name, _ in view.charts.values()] == ["lesson_training"]  # no frame of the live chart
     (held_out,) = [t for t in view.charts[next(iter(view.charts))][1].data if t.name == "held-out"]
@@ -264,8 +265,8 @@ def test_the_probes_are_trained_once_for_every_session(monkeypatch):
     ui_lesson.PROBES.clear()
     verdicts = []
     for _ in range(2):  # two sessions, one after the other
-        at = go(page(), 10)
-        verdicts.append(answer(at, 10, lesson_runs.PRETRAINED))
+        at = go(page(), "probe")
+        verdicts.append(answer(at, "probe", lesson_runs.PRETRAINED))
         assert not at.progress  # the probes' bar is gone once they are done
     assert calls == ["acceptability"] and verdicts[0] == verdicts[1]
 
@@ -274,33 +275,31 @@ def captions(at: AppTest) -> list[str]:
     return [c.value.replace("\\", "") for c in at.caption]
 
 
-def intro() -> tuple[str, ...]:
-    """The page's paragraphs, one a step, read from its source (running the page file would need a session)."""
-    tree = ast.parse(Path(PAGE).read_text(encoding="utf-8"))
-    (node,) = [n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "INTRO"]
-    return ast.literal_eval(node.value)
+def paragraph(step: str) -> str:
+    """A step's paragraph, as the page shows it under "About this step"."""
+    return vls.by_id(step).paragraph
 
 
 def test_the_paragraphs_say_what_is_true_for_every_family():
-    text = intro()
-    assert len(text) == len(vl.STEPS)
-    assert "from −1 (opposite directions) through 0 (perpendicular) to 1" in text[1]  # cosine's whole range
-    assert "in most models" in text[1] and "where a model's embeddings have another width" in text[1]
-    assert "d_head is the number of dimensions of q and k" in text[3] and "length" not in text[3]
-    assert "[MASK]" not in text[5] and "the blank's own token" in text[5]  # the mask token as each family writes it
-    assert "linear probe (the feature-based approach)" in text[9] and "cheapest kind" not in text[9]
-    assert "Layer 0 is the embedding layer's output" in text[10] and "layer 0: the embeddings" not in text[10]
-    assert "within a layer" in text[10] and "do not compare" in text[10]
+    embeddings, softmax, why = paragraph("embeddings"), paragraph("softmax"), paragraph("why")
+    probe, contextual = paragraph("probe"), paragraph("contextual")
+    assert "from −1 (opposite directions) through 0 (perpendicular) to 1" in embeddings  # cosine's whole range
+    assert "in most models" in embeddings and "where a model's embeddings have another width" in embeddings
+    assert "d_head is the number of dimensions of q and k" in softmax and "length" not in softmax
+    assert "[MASK]" not in why and "the blank's own token" in why  # the mask token as each family writes it
+    assert "linear probe (the feature-based approach)" in probe and "cheapest kind" not in probe
+    assert "Layer 0 is the embedding layer's output" in contextual and "layer 0: the embeddings" not in contextual
+    assert "within a layer" in contextual and "do not compare" in contextual
 
 
 def test_the_embedding_step_says_what_this_model_adds_before_layer_1():
-    at = go(page(), 2)
+    at = go(page(), "embeddings")
     shown = " ".join(captions(at))
     assert "plus its segment's vector (sentence A or B)" in shown and "layer 1 reads the result, 256" in shown
 
 
 def test_the_softmax_step_shows_the_heads_held_out_score_beside_the_example():
-    at = go(page(), 4)
+    at = go(page(), "softmax")
     (note,) = [c for c in captions(at) if "held-out sentences" in c]
     assert "sentences other than this one" in note and "A weight shows where a head looks" in note
     at.selectbox(key="lesson.head").set_value("L0 H0").run()  # another head: its own held-out score
@@ -308,8 +307,8 @@ def test_the_softmax_step_shows_the_heads_held_out_score_beside_the_example():
 
 
 def test_the_probe_step_names_its_band_in_points_and_full_fine_tunings_figure():
-    at = go(page(), 10)
-    verdict = answer(at, 10, lesson_runs.PRETRAINED)
+    at = go(page(), "probe")
+    verdict = answer(at, "probe", lesson_runs.PRETRAINED)
     assert "points" in verdict and "standard errors" in verdict
     full = [c for c in captions(at) if "Full fine-tuning" in c]
     assert full and "93.5%" in full[0] and "bench.finetune_gain" in full[0]  # the shipped model, acceptability
@@ -325,34 +324,34 @@ def test_the_default_senses_put_bank_at_different_places_in_sentences_2_and_3(mi
 
 
 def test_the_contextual_step_says_what_layer_0_can_tell():
-    at = go(page(), 11)
-    verdict = answer(at, 11, vlv.CLOSER[(False, True)])
+    at = go(page(), "contextual")
+    verdict = answer(at, "contextual", vlv.CLOSER[(False, True)])
     assert "sentence 1's and sentence 2's “bank” are one vector (cosine 1): the same token at the same " \
         "position 7, though their senses differ" in verdict
     assert verdict.startswith("Right!")  # on the shipped model: apart only at the last layer
 
 
 def test_the_first_step_shows_how_this_model_frames_a_pair():
-    text = intro()[0]
+    text = paragraph("tokens")
     assert "RoBERTa's kind writes them" not in text and "the line below shows the active model's" in text
-    at = go(page(), 1)
+    at = go(page(), "tokens")
     assert "frames two sentences A and B as `[CLS]` A `[SEP]` B `[SEP]`, and writes the blank `[MASK]`." in \
         " ".join(c.value for c in at.caption)
 
 
 def test_the_previous_token_step_asks_about_this_sentence_and_measures_the_head_elsewhere():
-    at = go(page(), 3)
+    at = go(page(), "heads")
     assert "On this sentence, which head puts the most weight on the previous token?" in \
         " ".join(m.value.replace("\\", "") for m in at.markdown)
-    verdict = answer(at, 3, "L0 H2")
+    verdict = answer(at, "heads", "L0 H2")
     assert "other sentences, from the probe set and the pronoun sentences (this one left out)" in verdict
     assert "Attention spread evenly over the 15 tokens would give 1/15" in verdict
 
 
 def test_the_training_step_measures_what_the_run_learned_against_word_frequencies():
-    at = go(page(), 9)
-    assert options(at, 9) == ["about 11.5", "about 7.7", "about 3.5", "about 0.8"]  # ln 2,171 = 7.68 among them
-    answer(at, 9, "about 7.7")
+    at = go(page(), "training")
+    assert options(at, "training") == ["about 11.5", "about 7.7", "about 3.5", "about 0.8"]  # ln 2,171 = 7.68 among them
+    answer(at, "training", "about 7.7")
     (note,) = [c for c in captions(at) if c.startswith("Seed 0")]
     frequency, counted = lesson_runs.frequency_loss()
     assert "mostly learned which words are common" not in note
@@ -362,9 +361,9 @@ def test_the_training_step_measures_what_the_run_learned_against_word_frequencie
 def test_the_probe_step_is_called_a_linear_probe_while_it_trains(monkeypatch):
     monkeypatch.setattr(lesson_runs, "compare_probes", mock.Mock(side_effect=InputError("stopped here to read the bar")))
     ui_lesson.PROBES.clear()
-    at = go(page(), 10)
-    widget(at, 10).set_value(lesson_runs.PRETRAINED).run()
-    at.button(key="lesson.reveal.10").click().run()
+    at = go(page(), "probe")
+    widget(at, "probe").set_value(lesson_runs.PRETRAINED).run()
+    at.button(key="lesson.reveal.probe").click().run()
     texts = [p.text for p in at.progress]
     assert "Linear probe: reading the task…" in texts and not any("Fine-tuning" in t for t in texts), texts
     ui_lesson.PROBES.clear()

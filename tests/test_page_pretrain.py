@@ -15,6 +15,7 @@ from conftest import app_test, no_gpu_env
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
+from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.views.pretrain.live import AUTOCAST_WORDS, LABELS
@@ -172,10 +173,10 @@ def test_a_tiny_run_from_the_page_finishes_shows_its_curves_and_equals_the_cli(r
     subprocess.run([sys.executable, "-m", "bertviz_lab", "train", "--run-dir", str(cli), *flags],
                    cwd=ROOT, env=no_gpu_env(), check=True, capture_output=True, timeout=120)
     assert info.config["random_tokens"] == runs.read(cli).config["random_tokens"] == "wordpieces"
-    for kind in ("train", "eval"):
+    for kind in (TRAIN, EVAL):
         ours, theirs = ([{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed")}
                          for r in records.read_metrics(d, kind)] for d in (folder, cli))
-        assert ours == theirs and len(ours) == (20 if kind == "train" else 5)
+        assert ours == theirs and len(ours) == (20 if kind == TRAIN else 5)
 
 
 def test_a_new_session_follows_the_newest_active_run_and_stop_stops_it(runs_dir):
@@ -205,7 +206,7 @@ def test_overlaying_runs_draws_each_runs_held_out_curve(runs_dir):
     at.multiselect(key="pretrain.compare").set_value(["with-nsp", "no-nsp"]).run()
     overlay = charts(at, "MLM loss")[-1]  # after the live panel's own chart
     assert [t["name"] for t in overlay["data"]] == ["with-nsp · held-out", "no-nsp · held-out"]
-    held = {r: records.read_metrics(runs_dir / r, "eval") for r in ("with-nsp", "no-nsp")}
+    held = {r: records.read_metrics(runs_dir / r, EVAL) for r in ("with-nsp", "no-nsp")}
     for trace, run in zip(overlay["data"], held):
         np.testing.assert_allclose(array(trace["y"]), [r["loss"] for r in held[run]])
     assert [t["name"] for t in charts(at, "NSP loss")[-1]["data"]] == ["with-nsp · held-out"]

@@ -224,7 +224,7 @@ def test_the_shapes_tab_prints_the_shapes_and_draws_the_models_attention(shipped
     lines = at.text_area(key="shapes.text").value.splitlines()
     tokens = [shipped.tokenizer.encode(line).tokens for line in lines]
     T = max(map(len, tokens))
-    assert at.code[0].value == printout(3, T, 32, 2, 4)  # the random BERT: seed 002's sizes
+    assert at.code[0].value == printout(3, T, 32, 2, 4)  # the random BERT: the BERT tutorial's sizes (seed text 002)
     padded = [t + ["[PAD]"] * (T - len(t)) for t in tokens]
     assert at.dataframe[0].value.values.tolist() == padded
     assert at.dataframe[1].value.values.tolist() == [[shipped.tokenizer.token_to_id(t) for t in row] for row in padded]

@@ -21,6 +21,7 @@ from bertviz_lab.ui.why import sections as ui_why
 from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT, cached_checkpoint
 from bertviz_lab.views import inputs
 from bertviz_lab.views.why import explanation as vw
+from bertviz_lab.views.why.ask import Ask
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "why.py")
 CAT = "the cat sat on the [MASK] ."
@@ -35,7 +36,7 @@ def page(folder: Path | None = None, **session) -> AppTest:
 def report(text: str = CAT, folder: Path | None = None, **options) -> dict:
     """What `attribute --json` prints for `text`: `views.why` run here, independently of the page."""
     ckpt = cached_checkpoint(str(folder or DEFAULT_CHECKPOINT), "cpu")
-    result = vw.why(ckpt.model, ckpt.tokenizer, inputs.encode(ckpt.tokenizer, ckpt.model, text), **options)
+    result = vw.why(ckpt.model, ckpt.tokenizer, inputs.encode(ckpt.tokenizer, ckpt.model, text), Ask(**options))
     return vw.json_report(result, vw.deletion_for(result))
 
 

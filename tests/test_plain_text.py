@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bertviz_lab.ui.kit.widgets import WORD_JOINER, plain
+from bertviz_lab.ui.shell.text import WORD_JOINER, plain
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "bertviz_lab" / "ui").rglob("*.py")])

@@ -122,7 +122,8 @@ def test_cosines_sense_means_and_projection():
 
 
 def test_on_the_shipped_model_bank_senses_separate_after_the_last_layer(shipped):
-    """Seed 002's lesson, measured: same-sense "bank" vectors are closer than different-sense ones at the end."""
+    """The BERT tutorial's lesson (seed text 002), measured: same-sense "bank" vectors are closer than different-sense
+    ones at the end."""
     chosen = [(s, sense) for s, sense in examples("bank")][:3] + [(s, sense) for s, sense in examples("bank")][4:7]
     assert [sense for _, sense in chosen] == ["money"] * 3 + ["river"] * 3
     wic = rv.word_in_context(shipped.model, shipped.tokenizer, "bank", [s for s, _ in chosen])

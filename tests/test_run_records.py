@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bertviz_lab import files
+from bertviz_lab.metrics import CHECKPOINT, EVAL, TRAIN
 from bertviz_lab.pretrain import checkpoints, records, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.views.timelapse import history as vt
@@ -119,7 +120,7 @@ def test_a_200_mb_metrics_file_is_read_in_bounded_memory_from_its_last_cap(tmp_p
     with open(tmp_path / records.METRICS, "a") as out:
         out.write(lines(train(8), train(9)))
     assert records.metrics_log(tmp_path).bytes_read == 2 * len(line)  # a refresh reads the two new lines only
-    assert [r["step"] for r in records.read_metrics(tmp_path, "train")[-3:]] == [7, 8, 9]
+    assert [r["step"] for r in records.read_metrics(tmp_path, TRAIN)[-3:]] == [7, 8, 9]
 
 
 def test_a_reader_keeps_max_records_every_evaluation_and_train_records_spread(tmp_path):
@@ -129,8 +130,8 @@ def test_a_reader_keeps_max_records_every_evaluation_and_train_records_spread(tm
     log = records.MetricsLog(path, max_records=500)
     log.refresh()
     kinds = [r["kind"] for r in log.records]
-    assert len(log.records) <= 500 and kinds.count("eval") == 20 and log.thinned > 0
-    steps = [r["step"] for r in log.records if r["kind"] == "train"]
+    assert len(log.records) <= 500 and kinds.count(EVAL) == 20 and log.thinned > 0
+    steps = [r["step"] for r in log.records if r["kind"] == TRAIN]
     assert steps[-1] == 2000 and evenly_spaced(steps) >= 4
     assert "train records were left out" in log.notes()
 
@@ -149,9 +150,9 @@ def test_the_writer_thins_train_records_and_keeps_every_eval_and_checkpoint_unde
     out.close()
     assert largest <= cap + 300  # one line past the cap at most, then thinned
     kept = records.read_metrics(tmp_path)
-    assert [r["step"] for r in kept if r["kind"] == "eval"] == list(range(50, 3001, 50))
-    assert [r["step"] for r in kept if r["kind"] == "checkpoint"] == list(range(500, 3001, 500))
-    steps = [r["step"] for r in kept if r["kind"] == "train"]
+    assert [r["step"] for r in kept if r["kind"] == EVAL] == list(range(50, 3001, 50))
+    assert [r["step"] for r in kept if r["kind"] == CHECKPOINT] == list(range(500, 3001, 500))
+    steps = [r["step"] for r in kept if r["kind"] == TRAIN]
     assert len(steps) >= 40 and steps[-1] == 3000 and evenly_spaced(steps) >= 32
 
 

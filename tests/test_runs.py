@@ -15,6 +15,7 @@ import transformers
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.errors import ConfigError
+from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import runs, threads
 from bertviz_lab.pretrain.config import TrainConfig
 
@@ -36,7 +37,7 @@ def wait(run_dir, until=lambda info: not info.active, timeout=120):
 
 def comparable(run_dir):
     return [{k: v for k, v in r.items() if k not in TIMING}
-            for r in runs.read_metrics(run_dir) if r["kind"] in ("train", "eval")]
+            for r in runs.read_metrics(run_dir) if r["kind"] in (TRAIN, EVAL)]
 
 
 def test_background_run_finishes_and_its_checkpoint_loads_in_transformers(tmp_path):
@@ -44,7 +45,7 @@ def test_background_run_finishes_and_its_checkpoint_loads_in_transformers(tmp_pa
     assert info.path == tmp_path / "first" and info.status in runs.ACTIVE
     done = wait(info.path)
     assert done.status == "finished" and done.step == 40, done.message
-    metrics = runs.read_metrics(info.path, kind="train")
+    metrics = runs.read_metrics(info.path, kind=TRAIN)
     assert [m["step"] for m in metrics] == list(range(1, 41))
     ckpt = load_checkpoint(done.checkpoint)
     assert ckpt.card["steps"] == 40 and ckpt.card["corpus"].startswith("built-in")
@@ -209,7 +210,7 @@ def test_torchrun_two_processes_on_cpu(tmp_path):
                         pytrace=False)
     info = runs.read(run_dir)
     assert info.status == "finished" and info.step == 6
-    assert len(runs.read_metrics(run_dir, kind="train")) == 6  # rank 0 alone writes
+    assert len(runs.read_metrics(run_dir, kind=TRAIN)) == 6  # rank 0 alone writes
     assert load_checkpoint(info.checkpoint).card["steps"] == 6
 
 

@@ -22,6 +22,7 @@ from test_runs import wait
 
 from bertviz_lab.cli import main
 from bertviz_lab.errors import ConfigError
+from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import checkpoints, process, runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
@@ -82,7 +83,7 @@ def train_cli(*args) -> subprocess.CompletedProcess:
 
 def comparable(run_dir) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in TIMING}
-            for r in runs.read_metrics(run_dir) if r["kind"] in ("train", "eval")]
+            for r in runs.read_metrics(run_dir) if r["kind"] in (TRAIN, EVAL)]
 
 
 # --- One trainer per folder, and the `runs` command on a live run ------------------------------
@@ -250,7 +251,7 @@ def test_malformed_run_files_read_as_unreadable_everywhere(runs_dir, capsys):
 # --- Stop between micro-batches ---------------------------------------------------------------
 def test_stop_between_micro_batches_keeps_the_last_whole_step(tmp_path):
     cfg = TrainConfig(**{**SMALL, "grad_accum": 6, "eval_every": 100, "checkpoint_every": 100})
-    straight = [r for r in Trainer(cfg).run() if r["kind"] == "train"]
+    straight = [r for r in Trainer(cfg).run() if r["kind"] == TRAIN]
     trainer = Trainer(cfg, tmp_path / "run")
     seen, real = [], trainer.batch
 
@@ -265,9 +266,9 @@ def test_stop_between_micro_batches_keeps_the_last_whole_step(tmp_path):
     records = list(trainer.run())
     assert records[-1] == {"kind": "end", "status": "stopped", "step": 2, "message": "stopped at step 2 of 4"}
     assert seen[-1] == (2, 3)  # micro-batches 4 to 6 of that step never ran
-    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2]
+    assert [r["step"] for r in records if r["kind"] == TRAIN] == [1, 2]
     assert checkpoints.latest(tmp_path / "run").name == "step-000002"
-    rest = [r for r in Trainer(cfg, tmp_path / "run", resume=True).run() if r["kind"] == "train"]
+    rest = [r for r in Trainer(cfg, tmp_path / "run", resume=True).run() if r["kind"] == TRAIN]
     strip = lambda rs: [{k: v for k, v in r.items() if k not in TIMING} for r in rs]  # noqa: E731
     assert strip(rest) == strip(straight[2:])  # the abandoned half step left no trace
 

@@ -1,5 +1,5 @@
-"""The Shapes and padding tab: seed 002's shapes from the real model, [PAD] keys at weight exactly 0,
-padding that changes nothing, clear messages for bad sizes and sentences, and the tab in AppTest."""
+"""The Shapes and padding tab: the BERT tutorial's shapes (seed text 002) from the real model, [PAD] keys at weight
+exactly 0, padding that changes nothing, clear messages for bad sizes and sentences, and the tab in AppTest."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_seed002_batch_gives_the_seeds_shapes_and_hidden_64_changes_them():
     assert "last_hidden_state shape: torch.Size([2, 7, 32])" in lines  # the seed's printout, verbatim
     assert "pooler_output shape : torch.Size([2, 32])" in lines
     assert "hidden_states: 3 tensors (the embeddings, then 2 layers), each torch.Size([2, 7, 32])" in lines
-    wider = seed002_view(hidden_size=64)  # seed 002, exercise 2
+    wider = seed002_view(hidden_size=64)  # seed text 002, exercise 2
     assert wider.shapes["last_hidden_state"] == (2, 7, 64) and wider.shapes["pooler_output"] == (2, 64)
     assert "last_hidden_state shape: torch.Size([2, 7, 64])" in wider.printout()
     np.testing.assert_array_equal(view.ids, vsh.SEED002_IDS)

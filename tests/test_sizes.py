@@ -33,7 +33,8 @@ def test_published_counts_and_the_seed_001_correction():
     assert sizes.encoder_parameters(by_name["XLM-R Base"]) == 278_043_648
     base, large = by_name["XLM-R Base"], by_name["XLM-R Large"]
     assert (base.hidden, base.layers, base.heads) == (768, 12, 12)
-    assert (large.hidden, large.layers, large.heads) == (1024, 24, 16)  # what seed 001 calls "Base"
+    # what the academic manual (seed text 001) calls "Base"
+    assert (large.hidden, large.layers, large.heads) == (1024, 24, 16)
     assert "XLM-R Large's sizes" in sizes.SEED001_CORRECTION and "d = 768, L = 12, H = 12" in sizes.SEED001_CORRECTION
 
 

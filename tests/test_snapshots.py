@@ -7,6 +7,7 @@ import pytest
 
 from bertviz_lab.corpus import SEED_SENTENCES, vocabulary
 from bertviz_lab.corpus.probes import PROBES, SYNTACTIC_ROLES, WORD_GROUPS
+from bertviz_lab.metrics import CHECKPOINT, EVAL, SNAPSHOT, TRAIN
 from bertviz_lab.pretrain import checkpoints, process, records, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.head_roles import POSITIONAL_ROLES
@@ -66,7 +67,7 @@ def test_the_series_stays_under_its_cap(tmp_path, monkeypatch):
     run_dir = tmp_path / "capped"
     trainer = Trainer(TrainConfig(**{**SMALL, "steps": 12}), run_dir)
     for record in trainer.run():
-        if record["kind"] == "checkpoint" and one is None:
+        if record["kind"] == CHECKPOINT and one is None:
             one = checkpoints._size(checkpoints.latest(run_dir))
             monkeypatch.setattr(checkpoints, "SERIES_CAP_BYTES", int(2.5 * one))
     # saved 0, 1, 2, 5, 10, 12; the newest two (10, 12) always stay; of the older series two fit the cap
@@ -100,7 +101,7 @@ def test_each_checkpoint_step_has_one_snapshot_of_the_probe_set(finished_run):
     # the model learns: step 0's guesses differ from step 25's
     assert frames[0]["probes"][0]["top"] != record["probes"][0]["top"]
     metrics = records.read_metrics(finished_run)
-    assert not any(r.get("kind") == "snapshot" for r in metrics)  # snapshots stay out of the metrics file
+    assert not any(r.get("kind") == SNAPSHOT for r in metrics)  # snapshots stay out of the metrics file
 
 
 class _StopsAtThree(Trainer):
@@ -157,9 +158,9 @@ def test_publish_ships_the_history_with_the_model(finished_run, tmp_path):
     publish(finished_run, tmp_path / "shipped", eval_batches=1)
     history = tmp_path / "shipped" / HISTORY
     assert snapshots.read(history / snapshots.FILE) == snapshots.read(finished_run / snapshots.FILE)
-    train = records.read_metrics(history, "train")
+    train = records.read_metrics(history, TRAIN)
     assert [r["step"] for r in train] == list(range(TRAIN_EVERY, 26, TRAIN_EVERY))
-    assert records.read_metrics(history, "eval") == records.read_metrics(finished_run, "eval")
+    assert records.read_metrics(history, EVAL) == records.read_metrics(finished_run, EVAL)
     lapse = vt.from_history(tmp_path / "shipped")
     assert lapse.steps == [0, 1, 2, 5, 10, 20, 25] and lapse.shape == (2, 2) and len(lapse.eval) == 4
     assert not (history / "syntax.jsonl").exists()  # the run measured no syntax

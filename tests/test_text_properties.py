@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
+from bertviz_lab.bert.tokenizer_json import from_dir
 from bertviz_lab.corpus import documents_from_text, read_text_file
 from bertviz_lab.errors import LabError
 from bertviz_lab.views import inputs
@@ -53,7 +54,7 @@ def checkpoint(request):
     if request.param == "test vocabulary":
         tokenizer = WordPieceTokenizer.from_vocab(vocab_of_size(100))
     else:
-        tokenizer = WordPieceTokenizer.from_dir(ROOT / "checkpoints" / "bertviz-mini")
+        tokenizer = from_dir(ROOT / "checkpoints" / "bertviz-mini")
     torch.manual_seed(0)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)

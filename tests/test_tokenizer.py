@@ -12,6 +12,7 @@ import pytest
 from transformers import BertTokenizerFast
 
 from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, Encoding, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer_json import from_dir
 from bertviz_lab.errors import CheckpointError, InputError
 
 WORDS = ["the", "cat", "dog", "sat", "on", "mat", "play", "love", "and", "in", "is", "it",
@@ -111,7 +112,7 @@ def test_cased_save_is_loaded_cased(tmp_path):
     ours = WordPieceTokenizer.train(_corpus(), vocab_size=300, lowercase=False)
     ours.save(tmp_path)
     assert json.loads((tmp_path / "tokenizer_config.json").read_text())["do_lower_case"] is False
-    again = WordPieceTokenizer.from_dir(tmp_path)
+    again = from_dir(tmp_path)
     assert again.lowercase is False
     hf = BertTokenizerFast.from_pretrained(str(tmp_path))
     assert again.encode("The Cat").ids == hf("The Cat")["input_ids"]
@@ -120,7 +121,7 @@ def test_cased_save_is_loaded_cased(tmp_path):
 
 def test_save_then_from_dir_round_trips(tok, tmp_path):
     tok.save(tmp_path / "nested" / "ckpt")
-    again = WordPieceTokenizer.from_dir(tmp_path / "nested" / "ckpt")
+    again = from_dir(tmp_path / "nested" / "ckpt")
     assert again.vocab == tok.vocab and again.lowercase is True
     for a, b in PAIRS:
         assert again.encode(a, b) == tok.encode(a, b)
@@ -230,7 +231,7 @@ def test_bad_arguments_are_input_errors(tok):
 
 def test_missing_vocab_is_a_checkpoint_error(tmp_path):
     with pytest.raises(CheckpointError, match="vocab.txt"):
-        WordPieceTokenizer.from_dir(tmp_path)
+        from_dir(tmp_path)
     with pytest.raises(CheckpointError, match="does not exist"):
         WordPieceTokenizer.from_vocab_file(tmp_path / "nope.txt")
 
@@ -238,7 +239,7 @@ def test_missing_vocab_is_a_checkpoint_error(tmp_path):
 def test_vocab_without_mask_names_the_missing_token(tmp_path):
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n", encoding="utf-8")
     with pytest.raises(CheckpointError, match=r"\[MASK\]"):
-        WordPieceTokenizer.from_dir(tmp_path)
+        from_dir(tmp_path)
     with pytest.raises(CheckpointError, match="twice"):
         WordPieceTokenizer.from_vocab(list(SPECIAL_TOKENS) + ["the", "the"])
 
@@ -247,7 +248,7 @@ def test_broken_tokenizer_config_is_a_checkpoint_error(tok, tmp_path):
     tok.save(tmp_path)
     (tmp_path / "tokenizer_config.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(CheckpointError, match="tokenizer_config.json"):
-        WordPieceTokenizer.from_dir(tmp_path)
+        from_dir(tmp_path)
 
 
 def test_decode_and_lookups(tok):

@@ -13,6 +13,7 @@ from bertviz_lab.bert import masking
 from bertviz_lab.bert.checkpoint import load_checkpoint
 from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.errors import ConfigError
+from bertviz_lab.metrics import CHECKPOINT, EVAL, TRAIN
 from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
 from bertviz_lab.pretrain.data import Batch
 from bertviz_lab.pretrain.loop import Trainer
@@ -30,14 +31,14 @@ def small(**changes) -> TrainConfig:
     return TrainConfig(**{**base, **changes})
 
 
-def records(trainer, kinds=("train", "eval")):
+def records(trainer, kinds=(TRAIN, EVAL)):
     return [{k: v for k, v in r.items() if k not in TIMING} for r in trainer.run() if r["kind"] in kinds]
 
 
 def test_thirty_steps_lower_the_loss():
     result = records(Trainer(small()))
-    train = [r for r in result if r["kind"] == "train"]
-    evals = [r for r in result if r["kind"] == "eval"]
+    train = [r for r in result if r["kind"] == TRAIN]
+    evals = [r for r in result if r["kind"] == EVAL]
     assert len(train) == 30 and [e["step"] for e in evals] == [0, 10, 20, 30]
     first, last = sum(r["loss"] for r in train[:3]) / 3, sum(r["loss"] for r in train[-3:]) / 3
     assert last < first - 0.5
@@ -47,7 +48,7 @@ def test_thirty_steps_lower_the_loss():
 
 
 def test_learning_rate_warms_up_then_decays():
-    lrs = [r["lr"] for r in records(Trainer(small(steps=10, warmup=4))) if r["kind"] == "train"]
+    lrs = [r["lr"] for r in records(Trainer(small(steps=10, warmup=4))) if r["kind"] == TRAIN]
     assert lrs[:4] == pytest.approx([5e-3 * k / 4 for k in (1, 2, 3, 4)])
     assert lrs[4:] == sorted(lrs[4:], reverse=True) and lrs[-1] < lrs[4]
 
@@ -55,7 +56,7 @@ def test_learning_rate_warms_up_then_decays():
 def test_a_warmup_longer_than_the_run_still_reaches_the_peak_at_its_last_step():
     assert [warmup_then_decay(step, 10, 4) for step in range(5)] == [0.25, 0.5, 0.75, 1.0, 0.0]
     assert [warmup_then_decay(step, 0, 4) for step in range(5)] == [1.0, 0.75, 0.5, 0.25, 0.0]
-    lrs = [r["lr"] for r in records(Trainer(small(steps=4, warmup=10, eval_every=4))) if r["kind"] == "train"]
+    lrs = [r["lr"] for r in records(Trainer(small(steps=4, warmup=10, eval_every=4))) if r["kind"] == TRAIN]
     assert lrs == pytest.approx([5e-3 * k / 4 for k in (1, 2, 3, 4)])
 
 
@@ -79,10 +80,10 @@ def test_a_fresh_process_runs_the_same_as_a_later_run_in_this_one():
 
 def test_records_keep_their_keys():
     result = list(Trainer(small(steps=3)).run())
-    assert [set(r) for r in result if r["kind"] == "train"] == [TRAIN_KEYS] * 3
-    assert [set(r) for r in result if r["kind"] == "eval"] == [EVAL_KEYS] * 2
+    assert [set(r) for r in result if r["kind"] == TRAIN] == [TRAIN_KEYS] * 3
+    assert [set(r) for r in result if r["kind"] == EVAL] == [EVAL_KEYS] * 2
     mlm_only = list(Trainer(small(steps=1, nsp=False)).run())
-    assert [set(r) for r in mlm_only if r["kind"] == "train"] == [TRAIN_KEYS - {"nsp_loss", "nsp_acc"}]
+    assert [set(r) for r in mlm_only if r["kind"] == TRAIN] == [TRAIN_KEYS - {"nsp_loss", "nsp_acc"}]
 
 
 def test_step_totals_count_micro_batches_and_round_trip_through_one_tensor():
@@ -105,9 +106,9 @@ def test_step_totals_count_micro_batches_and_round_trip_through_one_tensor():
 def test_mlm_only_run_has_no_nsp_head(tmp_path):
     trainer = Trainer(small(steps=3, nsp=False), tmp_path)
     result = list(trainer.run())
-    train = [r for r in result if r["kind"] == "train"]
+    train = [r for r in result if r["kind"] == TRAIN]
     assert train and "nsp_loss" not in train[0] and result[-1]["status"] == "finished"
-    ckpt = load_checkpoint([r for r in result if r["kind"] == "checkpoint"][-1]["path"])
+    ckpt = load_checkpoint([r for r in result if r["kind"] == CHECKPOINT][-1]["path"])
     assert ckpt.model.has_mlm and not ckpt.model.has_nsp
 
 
@@ -125,7 +126,7 @@ def test_absurd_learning_rate_diverges_and_keeps_a_loadable_checkpoint(tmp_path)
     result = list(trainer.run())
     end = result[-1]
     assert end["status"] == "diverged" and "learning rate" in end["message"]
-    saved = [r for r in result if r["kind"] == "checkpoint"]
+    saved = [r for r in result if r["kind"] == CHECKPOINT]
     assert saved and saved[-1]["step"] < end["step"]
     model = load_checkpoint(saved[-1]["path"]).model
     assert all(torch.isfinite(p).all() for p in model.parameters())

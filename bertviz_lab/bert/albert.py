@@ -8,6 +8,7 @@ of NSP; this lab shows MLM and attention, and lists the SOP head as ignored.
 
 from __future__ import annotations
 
+from bertviz_lab.bert.config import bert_fields
 from bertviz_lab.errors import ConfigError
 
 SUMMARY = "one layer's weights shared by every layer, narrow token vectors; SOP in place of NSP"
@@ -38,8 +39,6 @@ RENAMES = (
 
 
 def config(raw: dict) -> dict:
-    from bertviz_lab.bert.family import bert_fields  # noqa: PLC0415 (family.py imports this module)
-
     merged = {**DEFAULTS, **raw}
     if merged["num_hidden_groups"] != 1 or merged["inner_group_num"] != 1:
         raise ConfigError("this ALBERT shares its weights among several layer groups; this lab reads the released "

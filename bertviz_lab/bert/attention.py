@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 # What a key the query may not see scores. A large finite negative rather than -inf: a fully
-# masked row then gives a uniform softmax instead of NaN (seed 001, 7.3).
+# masked row then gives a uniform softmax instead of NaN (the academic manual, seed text 001, 7.3).
 MASK_VALUE = -1e9
 
 

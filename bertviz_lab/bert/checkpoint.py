@@ -37,6 +37,7 @@ from bertviz_lab.bert.device import to_device
 from bertviz_lab.bert.family import FAMILIES, Family, family_of
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
+from bertviz_lab.bert.tokenizer_json import from_dir
 from bertviz_lab.errors import CheckpointError, ConfigError
 
 CARD_FILE = "model_card.json"  # our addition: how the model was trained and how well it does
@@ -111,7 +112,7 @@ def load_checkpoint(directory, device: str | torch.device = "cpu") -> Checkpoint
                        f"the model in {directory.name}", CheckpointError)
     if weights.name == SAFETENSORS:  # names, shapes and dtypes, before a byte of tensor data is read
         _check_entries(config, _normalize_keys(_safetensors_entries(weights, size), family))
-    tokenizer = WordPieceTokenizer.from_dir(directory, max_tokens=config.vocab_size, specials=family.specials,
+    tokenizer = from_dir(directory, max_tokens=config.vocab_size, specials=family.specials,
                                             prefer_json=family.prefer_json)
     card = files.read_json(directory / CARD_FILE, error=CheckpointError) if _exists(directory / CARD_FILE) else {}
     model, ignored = model_from_state(raw, config, family, _read_weights(weights))

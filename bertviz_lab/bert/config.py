@@ -231,6 +231,22 @@ class BertConfig:
 # The fields by which a family differs from BERT, at BERT's values (bert/family.py sets them per family).
 FAMILY_DEFAULTS = {"family": "bert", "position_offset": 0, "embedding_size": 0, "head_act": "",
                     "shared_layers": False}
+_SET_BY_FAMILY = frozenset(FAMILY_DEFAULTS) - {"embedding_size"}
+
+
+def bert_fields(raw: dict, defaults: dict, family: str) -> dict:
+    """The BertConfig fields a family member's config.json `raw` gives (the family's `defaults` for those it leaves
+    out): what each family module (distilbert.py, roberta.py, ...) builds its translation on."""
+    if raw.get("tie_word_embeddings", True) is False:
+        raise ConfigError("this model's output layer is not tied to its token embeddings; this lab reads "
+                          "tied models only")
+    merged, known = {**defaults, **raw}, {f.name for f in fields(BertConfig)}
+    # The family fields come from the family's module, never from the file (embedding_size is both).
+    kwargs = {k: v for k, v in merged.items() if k in known and k not in _SET_BY_FAMILY}
+    if kwargs.get("pad_token_id", 0) is None:
+        kwargs["pad_token_id"] = defaults.get("pad_token_id", 0)
+    return {**kwargs, "family": family}
+
 
 # name -> (layers, hidden, heads); intermediate is 4 x hidden, as in Turc et al. (2019).
 PRESET_SHAPES = {

@@ -7,6 +7,8 @@ head: it was distilled with MLM alone. Its config.json names the sizes its own w
 
 from __future__ import annotations
 
+from bertviz_lab.bert.config import bert_fields
+
 SUMMARY = "distilled from BERT (the released ones have 6 layers); no segment embeddings, no pooler, no NSP head"
 LACKS = ("DistilBERT has no NSP head and no segment embeddings: it was distilled with masked words only, "
          "so it cannot say whether B follows A")
@@ -37,8 +39,6 @@ RENAMES = (
 
 
 def config(raw: dict) -> dict:
-    from bertviz_lab.bert.family import bert_fields  # noqa: PLC0415 (family.py imports this module)
-
     merged = {**DEFAULTS, **raw}
     renamed = {NAMES.get(k, k): v for k, v in merged.items() if k not in NAMES.values()}
     return {**bert_fields(renamed, {}, "distilbert"), "type_vocab_size": 0, "layer_norm_eps": 1e-12}

@@ -9,6 +9,8 @@ where the widths match (the base and large discriminators) there is no projectio
 
 from __future__ import annotations
 
+from bertviz_lab.bert.config import bert_fields
+
 SUMMARY = "a generator (an MLM) and a discriminator that tells replaced tokens from original ones"
 # True of both models, since the note shows whichever is active: the generator fills masks, the discriminator cannot.
 LACKS = ("ELECTRA has no NSP head, and only its generator has an MLM head to fill masks: the discriminator has no "
@@ -29,8 +31,6 @@ RENAMES = (
 
 
 def config(raw: dict) -> dict:
-    from bertviz_lab.bert.family import bert_fields  # noqa: PLC0415 (family.py imports this module)
-
     kwargs = bert_fields(raw, DEFAULTS, "electra")
     projected = kwargs["embedding_size"] != kwargs.get("hidden_size", 768)  # as transformers decides
     return {**kwargs, "embedding_size": kwargs["embedding_size"] if projected else 0, "head_act": "gelu"}

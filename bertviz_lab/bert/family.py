@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import ModuleType
 
 from bertviz_lab.bert import albert, distilbert, electra, roberta
-from bertviz_lab.bert.config import FAMILY_DEFAULTS, BertConfig, show
+from bertviz_lab.bert.config import BertConfig, show
 from bertviz_lab.bert.tokenizer import ROLES
 from bertviz_lab.errors import ConfigError
-
 
 NO_MLM_HEAD = "it was saved without the layer that turns hidden states into word guesses"
 
@@ -58,20 +57,6 @@ class Family:
         return key
 
 
-def bert_fields(raw: dict, defaults: dict, family: str) -> dict:
-    """The BertConfig fields `raw` gives (the family's defaults for those it leaves out)."""
-    if raw.get("tie_word_embeddings", True) is False:
-        raise ConfigError("this model's output layer is not tied to its token embeddings; this lab reads "
-                          "tied models only")
-    merged, known = {**defaults, **raw}, {f.name for f in fields(BertConfig)}
-    # The family fields come from the family's module, never from the file (embedding_size is both).
-    kwargs = {k: v for k, v in merged.items() if k in known and k not in _SET_BY_FAMILY}
-    if kwargs.get("pad_token_id", 0) is None:
-        kwargs["pad_token_id"] = defaults.get("pad_token_id", 0)
-    return {**kwargs, "family": family}
-
-
-_SET_BY_FAMILY = frozenset(FAMILY_DEFAULTS) - {"embedding_size"}
 # BERT's own renames: a BertModel saved without the `bert.` prefix, TF-era LayerNorm names.
 BERT_RENAMES = ((r"^(embeddings|encoder|pooler)\.", r"bert.\1."), (r"\.gamma$", ".weight"), (r"\.beta$", ".bias"))
 

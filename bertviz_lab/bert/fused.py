@@ -6,15 +6,16 @@ gives their values and gradients.
 logits and one back. The textbook form is `F.cross_entropy` (log-softmax, then the true token's term)
 followed by `argmax` for the accuracy: four passes over the (N, V) logits forward and three back. Here a
 row's max gives both the softmax's shift and the guess, exp(logit - max) is kept, and the backward pass
-scales it in place into softmax - one-hot. Measured 2026-11-26 on 2 cores, forward and backward with the
-guesses: 14.2 -> 5.7 ms at bench.train_throughput's 592 x 8192 logits, 2.3 -> 1.1 ms at the classroom
-preset's 518 x 2171.
+scales it in place into softmax - one-hot: forward and backward with the guesses in less than half the time.
 
-What was tried and did not pay (same machine, same day; python -m bench.train_throughput's shapes):
-- dropout + residual in one `addcmul` before the LayerNorm: 4.5-5.0 ms either way, for a sublayer of 32 x
-  128 x 256; drawing the random mask is most of it (the LayerNorm without dropout: 1.5 ms).
+What was tried and did not pay:
+- dropout + residual in one `addcmul` before the LayerNorm: the same time either way; drawing the random mask
+  is most of it.
 - bias + GELU as oneDNN's post-op: the bias is already inside the matrix product, and the GELU's backward
-  needs its input, which the fused product does not keep; for inference alone it saved 1-5% of the product.
+  needs its input, which the fused product does not keep; for inference alone it saved a few percent.
+
+Measured by python -m bench.train_throughput's shapes; figures in docs/benchmarks.md, "Inference and training
+against transformers".
 """
 
 from __future__ import annotations

@@ -26,7 +26,9 @@ import torch.nn.functional as F
 
 from bertviz_lab.errors import InputError
 
-IGNORE_INDEX = -100  # label of an unmasked position, skipped by cross_entropy
+# The label of a position the loss skips (an unmasked token, a word's later pieces, padding): torch's
+# cross_entropy ignore_index default. Written once, here; every label tensor and file uses this name.
+IGNORE_INDEX = -100
 IS_NEXT, NOT_NEXT = 0, 1  # NSP label codes
 
 

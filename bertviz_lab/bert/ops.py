@@ -31,10 +31,10 @@ from torch.autograd.function import once_differentiable
 
 _ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 ROW_BUCKET = 16
-# Measured 2026-11-25 on 2 cores, 32-128 rows, packed oneDNN vs F.linear: 1.1x slower for 256 x 256,
-# 0.55-0.95x for 256 x 768 up to 768 x 3072 and the MLM decoders (256 x 8192, 768 x 30522).
+# Packed oneDNN against F.linear at a page's 32-128 rows: slower for 256 x 256, faster from 256 x 768 up (the MLM
+# decoders included); at training's 4096 rows, faster from 256 x 256 up (forward and input gradient). Figures in
+# docs/benchmarks.md, "Inference and training against transformers".
 ONEDNN_MIN_WEIGHT = 2**17
-# Training (4096 rows): oneDNN's forward and input gradient 10-25% faster than MKL from 256 x 256 up.
 ONEDNN_MIN_TRAIN_WEIGHT = 2**16
 PACK_ROWS = 128  # the row count oneDNN packs for; 16-128 rows all run well with it, 1 does not
 

@@ -8,6 +8,8 @@ positions counted from pad_token_id + 1 (so 514 position rows hold 512 tokens), 
 
 from __future__ import annotations
 
+from bertviz_lab.bert.config import bert_fields
+
 SUMMARY = "BERT's layers, trained longer on more text and without NSP (XLM-R: in 100 languages)"
 LACKS = ("RoBERTa and XLM-R have no NSP head: their authors found that dropping next-sentence prediction did "
          "not hurt, so they were trained with masked words only")
@@ -25,7 +27,5 @@ RENAMES = (
 
 
 def config(raw: dict) -> dict:
-    from bertviz_lab.bert.family import bert_fields  # noqa: PLC0415 (family.py imports this module)
-
     kwargs = bert_fields(raw, DEFAULTS, raw.get("model_type", "roberta"))
     return {**kwargs, "position_offset": kwargs["pad_token_id"] + 1, "head_act": "gelu"}

@@ -175,27 +175,6 @@ class WordPieceTokenizer:
         return cls.from_vocab(lines, lowercase)
 
     @classmethod
-    def from_dir(cls, directory: str | os.PathLike, max_tokens: int | None = None,
-                 specials: dict[str, str] | None = None, prefer_json: bool = False) -> WordPieceTokenizer:
-        """Load a folder's tokenizer: vocab.txt (and do_lower_case from tokenizer_config.json) for a
-        WordPiece model, else tokenizer.json. `specials`: the family's special tokens, when the folder's
-        tokenizer_config.json does not name them; `prefer_json`: read tokenizer.json even if vocab.txt
-        is there (a family whose vocab.txt is not WordPiece)."""
-        from bertviz_lab.bert.tokenizer_json import from_json, read_settings  # noqa: PLC0415 (they import this)
-
-        folder = files.check_path(directory, "tokenizer folder", CheckpointError)
-        settings = read_settings(folder)
-        has_json, has_vocab = (os.path.lexists(folder / name) for name in ("tokenizer.json", "vocab.txt"))
-        if has_json and (prefer_json or not has_vocab):
-            return from_json(folder / "tokenizer.json", settings, specials or ROLES, max_tokens)
-        if not has_vocab:
-            raise CheckpointError(f"No vocab.txt or tokenizer.json in {folder}; is this a model folder?")
-        lowercase = settings.get("do_lower_case", True)  # transformers' default when the config does not say
-        if not isinstance(lowercase, bool):
-            raise CheckpointError(f"{folder / 'tokenizer_config.json'} must set do_lower_case to true or false.")
-        return cls.from_vocab_file(folder / "vocab.txt", lowercase, max_tokens)
-
-    @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int = 8192, min_frequency: int = 2,
               lowercase: bool = True) -> WordPieceTokenizer:
         """Learn a WordPiece vocabulary from `texts`; specials get ids 0..4."""

@@ -1,10 +1,13 @@
-"""A tokenizer from `tokenizer.json`: how RoBERTa, XLM-R, ALBERT (and any Hub model) ship theirs.
+"""A tokenizer from a model's folder (`from_dir`: vocab.txt for a WordPiece model, else `tokenizer.json`), and from
+`tokenizer.json`: how RoBERTa, XLM-R, ALBERT (and any Hub model) ship theirs.
 
 The file holds the whole pipeline (normalizer, pre-tokenizer, model, post-processor with the
 family's `<s> A </s></s> B </s>` or `[CLS] A [SEP] B [SEP]` template), so reading it as it is
 gives the ids `transformers` gives. What the file cannot say is which token plays which part;
 tokenizer_config.json and special_tokens_map.json name them, else the family's defaults do.
 `from_json_text` reads the same JSON from a string: a fast tokenizer in memory (bert/in_memory.py) holds it.
+`WORD_START` is each kind's mark of a word's first token (Ġ, ▁), once for the pages, the lesson and the typed
+words of Why this guess?
 """
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from bertviz_lab import files
-from bertviz_lab.bert.tokenizer import MAX_VOCAB_BYTES, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer import MAX_VOCAB_BYTES, ROLES, WordPieceTokenizer
 from bertviz_lab.errors import CheckpointError
 
 KINDS = {"WordPiece": "WordPiece", "BPE": "byte-level BPE", "Unigram": "SentencePiece Unigram"}
+# kind -> the mark a token carries for the space before it (WordPiece marks the other pieces instead, with ##),
+# and the marks alone: a word typed without one may stand in the vocabulary with one ("Ġmat", "▁mat")
+WORD_START = {KINDS["BPE"]: "Ġ", KINDS["Unigram"]: "▁"}
+WORD_MARKERS = tuple(WORD_START.values())
 
 
 def from_json(path: Path, settings: dict, defaults: dict[str, str], max_tokens: int | None) -> WordPieceTokenizer:
@@ -83,3 +90,22 @@ def read_settings(folder: Path) -> dict:
     if not isinstance(settings, dict):
         raise CheckpointError(f"{config} should hold a JSON object of settings.")
     return settings
+
+
+def from_dir(directory: str | os.PathLike, max_tokens: int | None = None,
+             specials: dict[str, str] | None = None, prefer_json: bool = False) -> WordPieceTokenizer:
+    """Load a folder's tokenizer: vocab.txt (and do_lower_case from tokenizer_config.json) for a
+    WordPiece model, else tokenizer.json. `specials`: the family's special tokens, when the folder's
+    tokenizer_config.json does not name them; `prefer_json`: read tokenizer.json even if vocab.txt
+    is there (a family whose vocab.txt is not WordPiece)."""
+    folder = files.check_path(directory, "tokenizer folder", CheckpointError)
+    settings = read_settings(folder)
+    has_json, has_vocab = (os.path.lexists(folder / name) for name in ("tokenizer.json", "vocab.txt"))
+    if has_json and (prefer_json or not has_vocab):
+        return from_json(folder / "tokenizer.json", settings, specials or ROLES, max_tokens)
+    if not has_vocab:
+        raise CheckpointError(f"No vocab.txt or tokenizer.json in {folder}; is this a model folder?")
+    lowercase = settings.get("do_lower_case", True)  # transformers' default when the config does not say
+    if not isinstance(lowercase, bool):
+        raise CheckpointError(f"{folder / 'tokenizer_config.json'} must set do_lower_case to true or false.")
+    return WordPieceTokenizer.from_vocab_file(folder / "vocab.txt", lowercase, max_tokens)

@@ -9,9 +9,13 @@ import math
 import sys
 import textwrap
 import time
+from typing import TYPE_CHECKING
 
 from bertviz_lab.cli.common import CHECKPOINT_HELP, load, printable
 from bertviz_lab.errors import InputError
+
+if TYPE_CHECKING:  # imported where it is used: `attribute --help` should not wait for torch
+    from bertviz_lab.views.why.ask import Ask
 
 DESCRIPTION = """\
 Explain one guess of a masked-LM: the score F is the target word's logit at the chosen [MASK] (with --contrast,
@@ -80,15 +84,21 @@ def cmd_attribute(args) -> int:
     _check_options(args, discriminator)
     encoding = inputs.encode(tokenizer, model, args.text, args.text_b, allow_truncation=False)
     with Bar() as bar:
-        result = vw.why(model, tokenizer, encoding, mask=(args.mask or 1) - 1, target=args.target,
-                         contrast=args.contrast, top_k=args.top_k, layer=args.layer, head=args.head,
-                         position=args.position, progress=bar)
+        result = vw.why(model, tokenizer, encoding, asked(args), progress=bar)
         deletion = vw.deletion_for(result, progress=bar) if args.deletion else None
     if args.json:
         print(json.dumps(vw.json_report(result, deletion), indent=2, ensure_ascii=False))
         return 0
     print("\n".join(report_lines(result, deletion)))
     return 0
+
+
+def asked(args) -> Ask:
+    """The Ask the options describe (--mask counts from 1, as people count; the Ask from 0)."""
+    from bertviz_lab.views.why.ask import Ask
+
+    return Ask(mask=(args.mask or 1) - 1, target=args.target, contrast=args.contrast, position=args.position,
+               layer=args.layer, head=args.head, top_k=args.top_k)
 
 
 def _check_options(args, discriminator: bool) -> None:

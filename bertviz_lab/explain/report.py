@@ -1,4 +1,5 @@
-"""Every method on one input, as one record: `explain` runs them, `Explanation` holds what they said.
+"""Every method on one input, as one record: `case_for` puts an encoded input and its score in the form the methods
+read, `explain` runs them, `Explanation` holds what they said.
 
 The methods' names, titles and one-line definitions are here once (`METHODS`), for the page, the CLI's JSON
 and the tests alike.
@@ -13,6 +14,7 @@ import numpy as np
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining
+from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
 from bertviz_lab.explain import methods
 from bertviz_lab.explain.checks import agreement
 from bertviz_lab.explain.score import Score, frozen
@@ -74,11 +76,13 @@ class Explanation:
         return agreement(self.values, self.movable)
 
 
-def case_for(model: BertForPreTraining, ids: list[int], segments: list[int], special: list[bool], score: Score,
-             mask_id: int, pad_id: int) -> methods.Case:
+def case_for(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, score: Score) -> methods.Case:
+    """`score` on `encoding` as the methods read it: its ids and segments on the model's device, its framing tokens,
+    and the tokenizer's [MASK] (occlusion's stand-in) and [PAD] (integrated gradients' baseline)."""
     device = next(model.parameters()).device
-    return methods.Case(frozen(model), torch.tensor([ids], device=device), torch.tensor([segments], device=device), score,
-                  np.asarray(special, bool), mask_id, pad_id)
+    return methods.Case(frozen(model), torch.tensor([encoding.ids], device=device),
+                        torch.tensor([encoding.segment_ids], device=device), score,
+                        np.asarray(encoding.special_mask, bool), tokenizer.mask_id, tokenizer.pad_id)
 
 
 def explain(case: methods.Case, tokens: list[str], *, layer: int = -1, head: int | None = None, ig_steps: int = methods.IG_STEPS,

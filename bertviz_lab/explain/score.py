@@ -104,7 +104,7 @@ def frozen(model: BertForPreTraining) -> BertForPreTraining:
     """The same model in eval mode with parameters that ask for no gradient, sharing the weights' memory (and their
     packed copies). Attribution differentiates F by the input only, but the fast path's oneDNN linear (ops.py)
     computes a weight's gradient whenever the weight asks for one: on this twin it does not, and integrated gradients
-    on BERT-base at 32 tokens take 3.2 s instead of 4.4 s (2026-11-26, 2 cores). Made once per model, and again if its weights were moved or replaced
+    on BERT-base at 32 tokens take a quarter less time (figures in docs/benchmarks.md, "Why this guess: speed"). Made once per model, and again if its weights were moved or replaced
     (`.to(device)`, `.half()`, a state_dict loaded without copy); the shared model itself is never changed."""
     signature = tuple((p.data_ptr(), p.dtype, p.device) for p in model.parameters())
     with _TWINS_LOCK:

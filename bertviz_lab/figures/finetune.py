@@ -16,6 +16,7 @@ from plotly.subplots import make_subplots
 
 from bertviz_lab.figures import SEQUENTIAL, house, house_layout
 from bertviz_lab.figures.training import HEIGHT, LEGEND, Curves, _chart
+from bertviz_lab.metrics import EVAL, TRAIN
 
 BAR_COLOR, BEST_COLOR = "#9bb8d8", "#1f5fa8"
 LABEL_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#c2383a", "#8d5ab8", "#6b6b6b", "#1a9e9e", "#b8860b")
@@ -24,14 +25,14 @@ HOVER_CHARS = 140  # a long sentence is cut in the hover
 
 def loss_curves(curves: dict[str, Curves], train: bool = True, held_out: bool = True) -> go.Figure:
     """Cross-entropy of the classifier, per training batch and on the dev set (either may be left out)."""
-    series = [("train", "loss", "train")] * train + [("eval", "loss", "held-out")] * held_out
+    series = [(TRAIN, "loss", "train")] * train + [(EVAL, "loss", "held-out")] * held_out
     title = "Loss" if train and held_out else "Training loss" if train else "Dev loss"
     return _overlay(_chart(curves, series, title, "loss (nats)"), len(curves), len(series))
 
 
 def accuracy_curves(curves: dict[str, Curves], train: bool = True) -> go.Figure:
     """Share of examples (or tagged words) classified right, per training batch and on the dev set."""
-    series = [("train", "acc", "train")] * train + [("eval", "acc", "held-out")]
+    series = [(TRAIN, "acc", "train")] * train + [(EVAL, "acc", "held-out")]
     fig = _chart(curves, series, "Accuracy" if train else "Dev accuracy", "accuracy", fmt=".1%", y_range=[0, 1.02])
     return _overlay(fig, len(curves), len(series))
 

@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from bertviz_lab.figures import house
-from bertviz_lab.metrics import Metrics, frame
+from bertviz_lab.metrics import EVAL, TRAIN, Metrics, frame
 
 RUN_COLORS = ("#1f5fa8", "#e0791b", "#4c9a2a", "#c2383a", "#8d5ab8", "#6b6b6b", "#1a9e9e", "#b8860b")
 MAX_POINTS = 1500  # per trace: longer train curves are thinned so live redraws stay quick
@@ -60,12 +60,12 @@ def _trace(df: pd.DataFrame, column: str, *, name: str, color: str, style: str, 
 def _chart(curves: dict[str, Curves], series: list[tuple[str, str, str]], title: str, y_title: str, *,
            fmt: str = ".4f", y_range: list | None = None, log_y: bool = False, x_range: list | None = None,
            extra: dict | None = None) -> go.Figure:
-    """series: (table "train"/"eval", column, label) drawn for every run that has that column; `extra`: more
+    """series: (table TRAIN/EVAL, column, label) drawn for every run that has that column; `extra`: more
     layout (shapes, annotations), given here so the figure's layout is built and validated once."""
     traces = []
     for (run, data), color in zip(curves.items(), RUN_COLORS * 8):
         for table, column, label in series:
-            df = data.train if table == "train" else data.eval
+            df = data.train if table == TRAIN else data.eval
             if column in df.columns and df[column].notna().any():
                 name = label if len(curves) == 1 else f"{run} · {label}"
                 traces.append(_trace(df, column, name=name, color=color, style=label, group=run, fmt=fmt))
@@ -83,25 +83,25 @@ def loss_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True
     """MLM (or NSP) cross-entropy, train (unless `train` is False) and held-out, in nats: lower is better.
     `x_range`, `y_range` fix the axes (a live chart that grows); `extra` adds layout, e.g. a reference line."""
     column, what = ("loss", "MLM loss") if task == "mlm" else ("nsp_loss", "NSP loss")
-    series = [("train", column, "train")] * train + [("eval", column, "held-out")]
+    series = [(TRAIN, column, "train")] * train + [(EVAL, column, "held-out")]
     return _chart(curves, series, what, "loss (nats)", x_range=x_range, y_range=y_range, extra=extra)
 
 
 def accuracy_curves(curves: dict[str, Curves], task: str = "mlm", train: bool = True) -> go.Figure:
     """Share of masked words guessed right (top-1, top-5 on held-out text), or NSP accuracy."""
     if task == "mlm":
-        series = [("train", "acc", "train")] * train + [("eval", "acc", "held-out"), ("eval", "top5", "top-5")]
+        series = [(TRAIN, "acc", "train")] * train + [(EVAL, "acc", "held-out"), (EVAL, "top5", "top-5")]
         title = "MLM accuracy"
     else:
-        series, title = [("train", "nsp_acc", "train")] * train + [("eval", "nsp_acc", "held-out")], "NSP accuracy"
+        series, title = [(TRAIN, "nsp_acc", "train")] * train + [(EVAL, "nsp_acc", "held-out")], "NSP accuracy"
     return _chart(curves, series, title, "accuracy", fmt=".1%", y_range=[0, 1.02])
 
 
 def lr_curve(curves: dict[str, Curves]) -> go.Figure:
     """The schedule: linear warmup to the peak, then linear decay to 0."""
-    return _chart(curves, [("train", "lr", "train")], "Learning rate", "learning rate", fmt=".2e")
+    return _chart(curves, [(TRAIN, "lr", "train")], "Learning rate", "learning rate", fmt=".2e")
 
 
 def throughput_curve(curves: dict[str, Curves]) -> go.Figure:
-    return _chart(curves, [("train", "tokens_per_s", "train")], "Speed", "tokens / s",
+    return _chart(curves, [(TRAIN, "tokens_per_s", "train")], "Speed", "tokens / s",
                   fmt=",.0f")

@@ -1,6 +1,10 @@
 """Why-this-guess figures: one heat strip per attribution method over the tokens, the methods' agreement
 matrix, and the deletion curves that test them.
 
+`strips`, `agreement` and `deletion` draw an explanation's three figures, their titles and labels written here
+once for the page and the notebook alike (the methods named by their titles); `heat_strips`, `agreement_matrix`
+and `deletion_curves` are the charts under them, for any title.
+
 Each method has its own units (a weight, a norm, a logit's share), so each strip is coloured against its own
 largest value: signed methods on a diverging scale centred on 0 (blue: raises the score, red: lowers it),
 unsigned ones from white to blue. The hover shows the raw value to 6 significant digits.
@@ -8,10 +12,12 @@ unsigned ones from white to blue. The hover shows the raw value to 6 significant
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
-from bertviz_lab.figures import house
+from bertviz_lab.figures import house, token_labels
 
 DIVERGING = "RdBu"  # red for -1, white for 0, blue for +1 (the agreement matrix)
 DIGITS = 6  # significant digits on hover
@@ -94,3 +100,31 @@ def deletion_curves(curves: dict[str, np.ndarray], random: np.ndarray, dashed: s
                              dtick=1, rangemode="tozero"),
                   yaxis=dict(title=dict(text=y_title), rangemode="tozero"), legend=LEGEND, hovermode="closest")
     return go.Figure(data=traces, layout=house(layout, title, 460))
+
+
+def looked(layer: int, head: int | None) -> str:
+    """Which attention the attention strip shows, as its title says it."""
+    return f"attention at layer {layer}, " + ("mean over heads" if head is None else f"head {head}")
+
+
+def strips(values: dict[str, np.ndarray], signed: dict[str, bool], tokens: list[str], layer: int,
+           head: int | None) -> go.Figure:
+    """Every method's answer for the `tokens` (`values` and `signed`: by method title), titled with the attention
+    strip's `layer` and `head`."""
+    return heat_strips(values, signed, token_labels(tokens),
+                       f"Each method's answer, token by token ({looked(layer, head)})")
+
+
+def agreement(rho: dict[str, dict[str, float | None]], removable: int) -> go.Figure:
+    """Spearman's rho of every pair of methods (rows by method title, each row in the same order; None where it is
+    undefined) over the `removable` tokens."""
+    matrix = np.array([[np.nan if r is None else r for r in row.values()] for row in rho.values()])
+    return agreement_matrix(matrix, list(rho),
+                            f"Do the methods rank the tokens alike? Spearman ρ over {removable} tokens")
+
+
+def deletion(curves: dict[str, np.ndarray], random: np.ndarray, dashed: set[str], follows: str) -> go.Figure:
+    """The causal check's curves (by method title; `dashed`: those read from attention) against the `random`
+    orders', following `follows` ("p(mat)", written as text: escaped here for plotly, which reads HTML)."""
+    p = html.escape(follows)
+    return deletion_curves(curves, random, dashed, p, f"{p} after each removal, in each method's order")

@@ -10,7 +10,7 @@ pretraining writes too (bertviz_lab/metrics.py), with these fields set:
     eval:  step, loss, acc       on the first `eval_examples` dev examples (older runs wrote dev_loss, dev_acc)
 
 For a token task, loss and accuracy count each word once (its first piece), as Hugging Face's
-token-classification recipe does; the other pieces, [CLS], [SEP] and padding are ignored (-100).
+token-classification recipe does; the other pieces, [CLS], [SEP] and padding are ignored (IGNORE_INDEX).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from bertviz_lab.errors import ConfigError
 from bertviz_lab.finetune import data as ft_data
 from bertviz_lab.finetune.config import FinetuneConfig
 from bertviz_lab.finetune.tasks import TOKEN, Example, Task
-from bertviz_lab.metrics import EVAL, TRAIN, Metrics
+from bertviz_lab.metrics import CHECKPOINT, EVAL, TRAIN, Metrics
 from bertviz_lab.pretrain import checkpoints
 from bertviz_lab.pretrain.data import builtin_vocabulary
 from bertviz_lab.pretrain.loop import Loop
@@ -228,7 +228,7 @@ class FineTuner(Loop):
         path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
                                 step=self.step, elapsed=self.elapsed, card=self.card(),
                                 threads_used=sorted(self.threads.used) if self.threads else None)
-        return {"kind": "checkpoint", "step": self.step, "path": str(path)}
+        return {"kind": CHECKPOINT, "step": self.step, "path": str(path)}
 
     def card(self) -> dict:
         task = self.task.name if self.task.source == "built-in" else self.task.source

@@ -1,7 +1,7 @@
 """Downstream tasks: the built-in ones, written by the story generator that knows the answers.
 
-Seed 002: "first do general pretraining on massive text, then fine-tune the same base model for
-different tasks". Each built-in task is one of the three shapes fine-tuning takes:
+The BERT tutorial (seed text 002): "first do general pretraining on massive text, then fine-tune the same
+base model for different tasks". Each built-in task is one of the three shapes fine-tuning takes:
 
 - acceptability (one sentence, like CoLA): a corpus sentence as written ("ok"), or the same
   sentence broken ("broken") by swapping a verb's agreement (was <-> were, is <-> are, does <-> do,
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -206,13 +207,24 @@ def _entities(split: str, n: int, used: set) -> list[Example]:
 
 
 # --- the registry ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Builtin:
+    """How a built-in task is made: what `builtin` reads to build its `Task`."""
+    kind: str  # SEQUENCE, PAIR or TOKEN
+    labels: tuple[str, ...]  # class names (tags for a token task), in classifier order
+    make: Callable[[str, int, set], list[Example]]  # (split, examples wanted, sentences used so far) -> examples
+    description: str  # one line
+
+
 BUILTIN = {
-    "acceptability": (SEQUENCE, ("ok", "broken"), _acceptability,
-                      "Is the sentence grammatical? Half are broken by one agreement or word-order swap (like CoLA)."),
-    "coherence": (PAIR, ("follows", "unrelated"), _coherence,
-                  "Does sentence B continue the story that text A begins, or come from another story? (like NSP)"),
-    "entities": (TOKEN, ENTITY_TAGS, _entities,
-                 "Tag each word: person, animal, food, place, time, company (ORG) or O (like NER)."),
+    "acceptability": Builtin(SEQUENCE, ("ok", "broken"), _acceptability,
+                             "Is the sentence grammatical? Half are broken by one agreement or word-order swap "
+                             "(like CoLA)."),
+    "coherence": Builtin(PAIR, ("follows", "unrelated"), _coherence,
+                         "Does sentence B continue the story that text A begins, or come from another story? "
+                         "(like NSP)"),
+    "entities": Builtin(TOKEN, ENTITY_TAGS, _entities,
+                        "Tag each word: person, animal, food, place, time, company (ORG) or O (like NER)."),
 }
 
 
@@ -221,10 +233,10 @@ def builtin(name: str) -> Task:
     """A built-in task by name, with its fixed train, dev and test splits."""
     if name not in BUILTIN:
         raise InputError(f"unknown task {str(name)[:40]!r}: the built-in tasks are {', '.join(BUILTIN)}")
-    kind, labels, make, description = BUILTIN[name]
+    recipe = BUILTIN[name]
     used: set = set()  # sentences (pairs) a split has drawn on: no later split uses them again
-    splits = [tuple(make(split, SPLIT_SIZES[split], used)) for split in ("train", "dev", "test")]
-    return Task(name, kind, labels, description, *splits)
+    splits = [tuple(recipe.make(split, SPLIT_SIZES[split], used)) for split in ("train", "dev", "test")]
+    return Task(name, recipe.kind, recipe.labels, recipe.description, *splits)
 
 
 @lru_cache(maxsize=len(SPLIT_SEEDS))

@@ -14,7 +14,7 @@ input (empty text, too long a text, a layer the model lacks, a model without a m
 trusted: a weight is not an explanation, and one sentence is not evidence.
 """
 
-from bertviz_lab.notebook.heads import attention, head_roles, layer_steps, softmax_steps
+from bertviz_lab.notebook.attention_calls import attention, head_roles, layer_steps, softmax_steps
 from bertviz_lab.notebook.lab import Lab, load
 from bertviz_lab.notebook.grammar import syntax
 from bertviz_lab.notebook.explanations import deletion, why

@@ -4,33 +4,29 @@ asked about is kept on the Lab, so the strips at another layer, the agreement an
 
 from __future__ import annotations
 
-import html
 import numbers
 
-import numpy as np
 import plotly.graph_objects as go
 
 from bertviz_lab.errors import InputError
 from bertviz_lab.explain import checks
 from bertviz_lab.explain.methods import IG_STEPS
-from bertviz_lab.explain.report import METHODS
-from bertviz_lab.figures import token_labels
 from bertviz_lab.figures import why as fy
 from bertviz_lab.notebook.lab import Bar, Lab, choice, encode, index, lab_of, needs_mlm, whole
 from bertviz_lab.views.why import explanation as vw
-from bertviz_lab.views.why import parts as why_parts
+from bertviz_lab.views.why.ask import Ask
 
 KINDS = ("strips", "agreement")
+ASKED = ("mask", "target", "contrast", "position", "layer", "head", "ig_steps")  # the keywords of `ask`, Ask's
 
 
-def why(lab, text: str, text_b: str | None = None, *, mask: int = 0, target: str | None = None,
-        contrast: str | None = None, position: int | None = None, layer: int = -1, head: int | None = None,
-        kind: str = "strips", ig_steps: int = IG_STEPS) -> go.Figure:
+def why(lab, text: str, text_b: str | None = None, *, kind: str = "strips", **ask) -> go.Figure:
     """Which tokens made the model guess what it guessed at a [MASK]: eight methods side by side.
 
-    Four methods explain one number, F: the `target` word's logit at the `mask`-th [MASK] (from 0; default target:
-    the top guess), minus the `contrast` word's when one is given ("why mat rather than rug?"). For an ELECTRA
-    discriminator F is its replaced-token logit at token `position` (default: the first word).
+    `ask`, the guess asked about, as keywords: mask=0, target=None, contrast=None, position=None, layer=-1,
+    head=None, ig_steps=50. Four methods explain one number, F: the `target` word's logit at the `mask`-th [MASK]
+    (from 0; default target: the top guess), minus the `contrast` word's when one is given ("why mat rather than
+    rug?"). For an ELECTRA discriminator F is its replaced-token logit at token `position` (default: the first word).
 
     kind "strips": one row per method, token by token, each coloured against its own largest value (every method
     has its own units); signed rows: blue raises F, red lowers it. The attention rows (attention at `layer`, from
@@ -41,27 +37,20 @@ def why(lab, text: str, text_b: str | None = None, *, mask: int = 0, target: str
     that can be removed (the title gives n; over few tokens a large ρ is often chance).
     One sentence is an example, not evidence: try several before trusting a method.
     """
-    lab = lab_of(lab)
-    result = _explained(lab, text, text_b, mask, target, contrast, position, ig_steps, layer, head)
-    if choice(kind, KINDS, "kind") == "agreement":
-        rho = np.array([[np.nan if r is None else r for r in row.values()] for row in result.agreement.values()])
-        return fy.agreement_matrix(rho, [vw.TITLES[k] for k in result.agreement], "Do the methods rank the tokens "
-                                     f"alike? Spearman ρ over {len(result.explanation.movable)} tokens")
+    ask = _known(ask, "why")
+    result = _explained(lab_of(lab), text, text_b, ask)
     e = result.explanation
-    looked = f"attention at layer {e.layer}, " + ("mean over heads" if e.head is None else f"head {e.head}")
-    return fy.heat_strips({vw.TITLES[k]: v for k, v in e.values.items()},
-                            {vw.TITLES[k]: METHODS[k].signed for k in METHODS}, token_labels(e.tokens),
-                            f"Each method's answer, token by token ({looked})")
+    if choice(kind, KINDS, "kind") == "agreement":
+        return fy.agreement(vw.titled(result.agreement), len(e.movable))
+    return fy.strips(vw.titled(e.values), vw.SIGNED, e.tokens, e.layer, e.head)
 
 
-def deletion(lab, text: str, text_b: str | None = None, *, mask: int = 0, target: str | None = None,
-             contrast: str | None = None, position: int | None = None, layer: int = -1, head: int | None = None,
-             random_orders: int = checks.RANDOM_ORDERS, seed: int = checks.RANDOM_SEED,
-             ig_steps: int = IG_STEPS) -> go.Figure:
-    """The causal check of `why` (same arguments): mask the tokens one at a time in the order each method ranks
-    them, most important first, and draw p(target) after each removal (with a `contrast`: sigmoid(F) = p(target |
-    target or contrast), which follows F; a discriminator: p(replaced)). Tokens a method ties are averaged over
-    their orders.
+def deletion(lab, text: str, text_b: str | None = None, *, random_orders: int = checks.RANDOM_ORDERS,
+             seed: int = checks.RANDOM_SEED, **ask) -> go.Figure:
+    """The causal check of `why` (the same `ask` keywords): mask the tokens one at a time in the order each method
+    ranks them, most important first, and draw p(target) after each removal (with a `contrast`: sigmoid(F) =
+    p(target | target or contrast), which follows F; a discriminator: p(replaced)). Tokens a method ties are
+    averaged over their orders.
 
     A method that found what the score rests on makes it fall faster than `random_orders` random orders do (the
     grey band: their mean ± 1 standard deviation; `seed` draws them); dashed lines are the methods read from
@@ -69,54 +58,70 @@ def deletion(lab, text: str, text_b: str | None = None, *, mask: int = 0, target
     measures the token and the damage together; and one sentence's curves are one example, not a verdict on a
     method.
     """
+    ask = _known(ask, "deletion")
     lab = lab_of(lab)
     random_orders, seed = whole(random_orders, 1, 1_000, "random_orders"), whole(seed, 0, 2**32 - 1, "seed")
-    result = _explained(lab, text, text_b, mask, target, contrast, position, ig_steps, layer, head)
+    result = _explained(lab, text, text_b, ask)
     e = result.explanation
     key = ("deletion", tuple(result.encoding.ids), tuple(result.encoding.segment_ids), result.position,
-           result.target, result.contrast, ig_steps, e.layer, e.head, random_orders, seed)
+           result.target, result.contrast, e.ig.steps, e.layer, e.head, random_orders, seed)
 
     def run():
         with Bar() as bar:
             return vw.deletion_for(result, random_orders=random_orders, seed=seed, progress=bar.fraction)
 
     found = lab.remember(key, run)
-    p = html.escape(result.follows)  # plotly reads HTML
-    return fy.deletion_curves({vw.TITLES[k]: c for k, c in found.curves.items()}, found.random_curves,
-                                {vw.TITLES[k] for k, m in METHODS.items() if m.kind == "attention"}, p,
-                                f"{p} after each removal, in each method's order")
+    return fy.deletion(vw.titled(found.curves), found.random_curves, vw.FROM_ATTENTION, result.follows)
 
 
-def _explained(lab: Lab, text, text_b, mask, target, contrast, position, ig_steps, layer, head) -> vw.Why:
-    """The explanation of the guess asked about (kept on the Lab), its attention strip at `layer` and `head`."""
-    model, tokenizer = lab.model, lab.tokenizer
-    encoding = encode(lab, text, text_b)
-    discriminator = model.has_rtd and not model.has_mlm
+def _known(ask: dict, call: str) -> dict:
+    """`ask`, the keywords given, once each is known to be one of ASKED (as Python says of any other keyword)."""
+    for name in ask:
+        if name not in ASKED:
+            raise TypeError(f"{call}() got an unexpected keyword argument '{name}'")
+    return ask
+
+
+def _asked(lab: Lab, encoding, given: dict) -> Ask:
+    """The Ask the keywords `given` describe, each checked in the notebook's words first."""
+    options = {"mask": 0, "target": None, "contrast": None, "position": None, "layer": -1, "head": None,
+               "ig_steps": IG_STEPS, **given}
+    discriminator = lab.model.has_rtd and not lab.model.has_mlm
     if not discriminator:
         needs_mlm(lab, "makes no guess to explain")
-    if discriminator and (mask != 0 or target is not None or contrast is not None):
+    if discriminator and (options["mask"] != 0 or options["target"] is not None or options["contrast"] is not None):
         raise InputError("mask, target and contrast are for models that guess words: this ELECTRA discriminator "
                          "only says whether each token was replaced; pick the token to explain with position")
-    if position is not None and not discriminator:
+    if options["position"] is not None and not discriminator:
         raise InputError("position is for ELECTRA discriminators: this model guesses the word at a [MASK]; pick "
                          "which [MASK] with mask")
-    masks = sum(i == tokenizer.mask_id for i in encoding.ids)
-    if masks and not discriminator:  # no [MASK] at all: vw.why says what to type
+    masks = sum(i == lab.tokenizer.mask_id for i in encoding.ids)
+    mask = options["mask"]
+    if masks and not discriminator:
         mask = index(mask, masks, "mask", owner="the text")
-    ig_steps = whole(ig_steps, 1, 10_000, "ig_steps")
-    for word, what in ((target, "target"), (contrast, "contrast")):
-        if word is not None and not isinstance(word, str):
-            raise InputError(f"the {what} must be a word (text), not {type(word).__name__}")
+    elif not masks:
+        mask = 0  # no [MASK] at all: vw.why says what to type
+    ig_steps = whole(options["ig_steps"], 1, 10_000, "ig_steps")
+    for what in ("target", "contrast"):
+        if options[what] is not None and not isinstance(options[what], str):
+            raise InputError(f"the {what} must be a word (text), not {type(options[what]).__name__}")
     L, H = lab.config.num_hidden_layers, lab.config.num_attention_heads
+    layer = options["layer"]
     number = whole(layer, -L, L - 1, "layer") if not isinstance(layer, bool) and isinstance(layer, numbers.Integral) \
         else layer
     layer = index(number % L if isinstance(number, int) and not isinstance(number, bool) else number, L, "layer")
-    head = None if head is None else index(head, H, "head")
-    key = ("why", tuple(encoding.ids), tuple(encoding.segment_ids), mask, target, contrast, position, ig_steps)
+    head = None if options["head"] is None else index(options["head"], H, "head")
+    return Ask(mask, options["target"], options["contrast"], options["position"], layer, head, ig_steps=ig_steps)
+
+
+def _explained(lab: Lab, text, text_b, given: dict) -> vw.Why:
+    """The explanation of the guess asked about (kept on the Lab), its attention strip at the layer and head asked."""
+    encoding = encode(lab, text, text_b)
+    ask = _asked(lab, encoding, given)
+    key = ("why", tuple(encoding.ids), tuple(encoding.segment_ids), ask.explained)
 
     def run() -> vw.Why:
         with Bar() as bar:
-            return vw.why(model, tokenizer, encoding, mask=mask, target=target, contrast=contrast,
-                          position=position, ig_steps=ig_steps, progress=bar.fraction)
+            return vw.why(lab.model, lab.tokenizer, encoding, ask.explained, progress=bar.fraction)
 
-    return why_parts.with_attention(lab.remember(key, run), layer, head)
+    return vw.with_attention(lab.remember(key, run), ask.layer, ask.head)

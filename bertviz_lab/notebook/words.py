@@ -73,7 +73,8 @@ def _hidden_words(encoding, text: str, text_b: str | None, mask_token: str, word
 
 def same_word(lab, sentences: Iterable[str], word: str, *, layer: int | None = None,
               senses: Iterable[str | None] | None = None, kind: str = "matrix") -> go.Figure:
-    """One word's vectors across sentences (seed 002's "bank"): the Representations page's first tab.
+    """One word's vectors across sentences (the BERT tutorial's "bank", seed text 002): the Representations page's
+    first tab.
 
     kind "matrix": the cosine similarity of the word's vectors in every pair of sentences at `layer` (0 is the
     embedding layer's output, then layers 1 to L; default: the last). "senses": the mean cosine of same-sense and

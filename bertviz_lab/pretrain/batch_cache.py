@@ -2,12 +2,13 @@
 before starts with every batch already made.
 
 A batch is a pure function of (seed, step, rank) and the settings that shape it (data.py). Making one is
-pure Python: for the classroom preset, about 20 ms of each step's 60 on 2 cores (2026-11-26). A run of the
+pure Python, a third of a classroom-preset step on 2 cores (measured by python -m bench.class_wait; figures in
+docs/benchmarks.md, "A whole live run"). A run of the
 built-in corpus that began at step 0 writes the batches it made to `folder()` when it ends (finished,
 stopped or diverged), one file per key: the seed, the rank, the batch settings and the tokenizer's
 vocabulary. The next run with that key reads them instead of making them; the oldest files beyond
 `MAX_FILES` are deleted. The lab ships the classroom preset's file (seed 0, checkpoints/batches/), so
-even a machine's first run of it starts with its batches made (`python -m bertviz_lab.pretrain.batch_cache`
+even a machine's first run of it starts with its batches made (`python -m bertviz_lab.pretrain.ship_batches`
 writes it anew, after a change to the story world, the tokenizer or the masking: tests/test_batch_cache.py
 says when).
 
@@ -32,6 +33,7 @@ import tokenizers
 import torch
 
 from bertviz_lab import atomic, settings
+from bertviz_lab.bert.losses import IGNORE_INDEX
 from bertviz_lab.files import SHIPPED, data_root
 from bertviz_lab.pretrain.data import Batch
 
@@ -84,7 +86,7 @@ def pack(batches: list[Batch], seq_len: int) -> dict[str, np.ndarray]:
     n, size = len(batches), len(batches[0].input_ids)
     wide = max(max(int(b.input_ids.max()), int(b.labels.max())) for b in batches) >= 2**15  # int16 where they fit
     ids = np.zeros((n, size, seq_len), np.int32 if wide else np.int16)
-    labels = np.full((n, size, seq_len), -100, ids.dtype)
+    labels = np.full((n, size, seq_len), IGNORE_INDEX, ids.dtype)
     segments, lengths = np.zeros((n, size, seq_len), np.int8), np.zeros((n, size), np.int32)
     nsp = np.full((n, size), -1, np.int8)
     for i, b in enumerate(batches):
@@ -161,7 +163,7 @@ def _sound(arrays: dict[str, np.ndarray], seq_len: int, batch_size: int, vocab_s
         return False
     ids, labels, lengths, nsp = arrays["ids"], arrays["labels"], arrays["lengths"], arrays["nsp"]
     return bool(ids.min() >= 0 and ids.max() < vocab_size and lengths.min() >= 1 and lengths.max() <= seq_len
-                and ((labels == -100) | ((labels >= 0) & (labels < vocab_size))).all()
+                and ((labels == IGNORE_INDEX) | ((labels >= 0) & (labels < vocab_size))).all()
                 and ((arrays["segments"] == 0) | (arrays["segments"] == 1)).all()
                 and ((nsp == -1).all(1) | ((nsp == 0) | (nsp == 1)).all(1)).all()  # each batch: all NSP or none
                 and (arrays["tokens"] == lengths.sum(1)).all())
@@ -173,23 +175,3 @@ def _same(a: Batch, b: Batch) -> bool:
     return a.tokens == b.tokens and all(
         (x is None and y is None) or (x is not None and y is not None and x.shape == y.shape and torch.equal(x, y))
         for x, y in pairs)
-
-
-def ship() -> Path:
-    """Write the classroom preset's batches (seed 0, its 600 steps) where the lab ships them; returns the file."""
-    from bertviz_lab.pretrain.config import TrainConfig
-    from bertviz_lab.pretrain.loop import Trainer
-
-    trainer = Trainer(TrainConfig(device="cpu"))
-    path = SHIPPED / "batches" / trainer.batch_file_name()
-    make = trainer.batches()
-    save(path, [pack([make(i)], trainer.cfg.seq_len) for i in range(trainer.cfg.steps)], compressed=True)
-    for old in path.parent.glob("batches-*.npz"):  # files of an older code: no run would ever name them again
-        if old != path:
-            old.unlink()
-    path.chmod(0o644)
-    return path
-
-
-if __name__ == "__main__":
-    print(ship())

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertviz_lab.bert.tokenizer import WordPieceTokenizer
+from bertviz_lab.bert.tokenizer_json import from_dir
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.data import DocumentSource, builtin_vocabulary
 from bertviz_lab.pretrain.resources import corpus_documents
@@ -37,7 +38,7 @@ def build_corpus(cfg: TrainConfig, run_dir: str | Path | None = None) -> CorpusS
         setup = _user_corpus(cfg)
     if saved is not None:
         if (saved / "vocab.txt").is_file():
-            setup.tokenizer = WordPieceTokenizer.from_dir(saved)
+            setup.tokenizer = from_dir(saved)
         else:
             setup.tokenizer.save(saved)
     return setup

@@ -29,7 +29,7 @@ from bertviz_lab.bert.losses import IGNORE_INDEX, nsp_cross_entropy
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.ops import adamw
 from bertviz_lab.bert.precision import AUTOCAST_DTYPES, autocast_dtype, autocast_name, loss_scaler
-from bertviz_lab.metrics import TRAIN, Metrics
+from bertviz_lab.metrics import CHECKPOINT, END, TRAIN, Metrics
 from bertviz_lab.pretrain import batch_cache, checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig, warmup_then_decay
 from bertviz_lab.pretrain.corpus_setup import build_corpus
@@ -107,7 +107,7 @@ class Loop:
             if self._should_stop():
                 if writer:
                     yield from self._save()
-                yield {"kind": "end", "status": "stopped", "step": self.step,
+                yield {"kind": END, "status": "stopped", "step": self.step,
                        "message": f"stopped at step {self.step} of {self.cfg.steps}"}
                 return
             if self.threads is not None:
@@ -118,7 +118,7 @@ class Loop:
             metrics, finite = done
             yield metrics.record()
             if not finite:
-                yield {"kind": "end", "status": "diverged", "step": self.step,
+                yield {"kind": END, "status": "diverged", "step": self.step,
                        "message": f"the loss exploded (NaN, infinite or far above chance) at step {self.step}; "
                                   "the last good checkpoint is kept (try a lower learning rate)"}
                 return
@@ -126,7 +126,7 @@ class Loop:
                 yield self.evaluate().record()
             if writer and self._checkpoint_due():
                 yield from self._save()
-        yield {"kind": "end", "status": "finished", "step": self.step,
+        yield {"kind": END, "status": "finished", "step": self.step,
                "message": f"finished {self.step} steps in {self.elapsed:.0f} s"}
 
 
@@ -204,7 +204,7 @@ class Trainer(Loop):
         supply = self._supply
         try:
             for record in super().run():
-                if record["kind"] == "end":  # kept before the last record: its reader need not ask for more
+                if record["kind"] == END:  # kept before the last record: its reader need not ask for more
                     supply.close(keep=True)
                 yield record
         finally:
@@ -300,7 +300,7 @@ class Trainer(Loop):
         path = checkpoints.save(self.run_dir, self.model, self.tokenizer, self.optimizer, self.scheduler,
                                 step=self.step, elapsed=self.elapsed, card=self.card(),
                                 threads_used=sorted(self.threads.used) if self.threads else None, scaler=self.scaler)
-        return {"kind": "checkpoint", "step": self.step, "path": str(path)}
+        return {"kind": CHECKPOINT, "step": self.step, "path": str(path)}
 
     def snapshot(self) -> dict | None:
         return snapshots.take(self.model, self.tokenizer, self.step)

@@ -36,6 +36,7 @@ import torch.distributed as dist
 
 from bertviz_lab import atomic, files, settings
 from bertviz_lab.errors import ConfigError, LabError
+from bertviz_lab.metrics import END, SNAPSHOT, TRAIN
 from bertviz_lab.pretrain import batch_cache, records, snapshots, threads
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
@@ -197,7 +198,7 @@ class RunFiles:
 
     def record(self, record: dict) -> None:
         out = self.metrics
-        if record.get("kind") == "snapshot":  # opened with the first one: a fine-tuning run takes none
+        if record.get("kind") == SNAPSHOT:  # opened with the first one: a fine-tuning run takes none
             if self.snapshots is None:
                 self.snapshots = records.CappedFile(self.run_dir / snapshots.FILE, snapshots.MAX_FILE_BYTES,
                                                     snapshots.shrink, max_lines=snapshots.MAX_FRAMES)
@@ -333,16 +334,16 @@ def _loop(trainer, files: RunFiles | None) -> int:
     for record in trainer.run():
         if files is None:
             continue
-        if record["kind"] == "end":
+        if record["kind"] == END:
             files.status(record["status"], record["message"], record["step"])
             files.say(record["message"])
             return 0 if record["status"] in ("finished", "stopped") else 1
         files.record(record)
-        if record["kind"] == "snapshot":
+        if record["kind"] == SNAPSHOT:
             continue
-        if record["kind"] == "train" and (files.said != "step" or time.monotonic() - files.last_said > SAY_EVERY_S):
+        if record["kind"] == TRAIN and (files.said != "step" or time.monotonic() - files.last_said > SAY_EVERY_S):
             files.say(f"step {trainer.step} of {trainer.cfg.steps}")
-        if record["kind"] != "train" or time.time() - files.last_status > STATUS_EVERY_S:
+        if record["kind"] != TRAIN or time.time() - files.last_status > STATUS_EVERY_S:
             files.status("running", f"step {trainer.step} of {trainer.cfg.steps}", trainer.step,
                          device=str(trainer.device), tokens_per_s=record.get("tokens_per_s"))
     return 0

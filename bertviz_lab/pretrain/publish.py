@@ -23,6 +23,7 @@ import torch
 from bertviz_lab import atomic, files
 from bertviz_lab.bert.checkpoint import CARD_FILE, save_checkpoint
 from bertviz_lab.errors import CheckpointError, LabError
+from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import checkpoints, snapshots
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.pretrain.loop import Trainer
@@ -38,8 +39,8 @@ TRAIN_EVERY = 5  # train records kept in the history: one step in five (the curv
 def copy_history(run_dir: Path, folder: Path) -> None:
     """The run's snapshots and thinned curves into folder/history/ (nothing when the run has neither), and the
     syntax measured at its checkpoints (syntax.jsonl, the Time-lapse's "Syntax as it forms") when it has it."""
-    curves = [r for r in read_metrics(run_dir) if r.get("kind") == "eval"
-              or (r.get("kind") == "train" and r["step"] % TRAIN_EVERY == 0)]
+    curves = [r for r in read_metrics(run_dir) if r.get("kind") == EVAL
+              or (r.get("kind") == TRAIN and r["step"] % TRAIN_EVERY == 0)]
     frames = snapshots.copy(run_dir / snapshots.FILE, folder / HISTORY / snapshots.FILE)  # line by line, as written
     if not frames and not curves:
         return

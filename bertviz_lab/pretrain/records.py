@@ -9,15 +9,13 @@ longer than the reader's limit is passed over unread, and a file above SLACK cap
 SLACK caps, with a note (a run never writes one: `CappedFile` thins a file once it passes its cap, and a page
 may look in between); the writer's own rewrites read all of it (`WHOLE` caps).
 
-Caps, from what runs write (`wc -c -l RUN/*.jsonl`, 2026-11-25): a pretraining train record is 240-280
-bytes, a fine-tuning one about 190. The default run (`python -m bertviz_lab train --run-dir R`: tiny, 600
-steps) writes 638 records, 164 kB; the shipped bertviz-mini (5,000 steps) kept 1,000 records, 274 kB.
-METRICS_CAP, 8 MiB, holds 30,000-45,000 records, six times all of a 5,000-step run's; past it the
-trainer rewrites the file at about a quarter of the cap (`shrink_metrics`: 0.4 s on 2 cores, once per
-25,000 steps or so), keeping every eval and checkpoint record and train records on an even stride.
-A reader keeps MAX_RECORDS at most (about 30 MB) and reads a file above SLACK caps from its last 16 MiB. A
-200 MB file left in a run folder cost the Pretrain page 0.65 s and 50 MB read from its last 16 MiB (9.3 s and
-1.46 GB read whole), a refresh after 5 new lines 0.04 s (`python -m bench.run_records`, 2026-11-25, 2 cores).
+Caps, from what runs write (record sizes measured by `wc -c -l RUN/*.jsonl`): METRICS_CAP, 8 MiB, holds
+30,000-45,000 records, six times all of a 5,000-step run's; past it the trainer rewrites the file at about a
+quarter of the cap (`shrink_metrics`, once per 25,000 steps or so), keeping every eval and checkpoint record and
+train records on an even stride. A reader keeps MAX_RECORDS at most (about 30 MB) and reads a file above SLACK caps
+from its last 16 MiB, so a 200 MB file left in a run folder costs the Pretrain page a fraction of a second and tens
+of MB, not seconds and gigabytes (measured by python -m bench.run_records; figures in docs/benchmarks.md, "Run
+records a hostile user could leave").
 """
 
 from __future__ import annotations
@@ -33,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from bertviz_lab import atomic, files
+from bertviz_lab.metrics import CHECKPOINT, EVAL, TRAIN
 
 METRICS = "metrics.jsonl"
 METRICS_CAP = 8 * 2**20  # bytes of metrics.jsonl a run writes at most (past it, the trainer thins the file)
@@ -171,7 +170,7 @@ def parse_metric(line: bytes) -> dict | None:
         return None
     if not isinstance(record, dict):
         return None
-    if record.get("kind") in ("train", "eval") and not all(
+    if record.get("kind") in (TRAIN, EVAL) and not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in record.items() if k != "kind"):
         return None
     if len(_NAMES) < 256:
@@ -202,8 +201,8 @@ def thin(records: list[dict], target: int) -> list[dict]:
     lets them fit over their span, and the last one. A later thinning's stride is a multiple of an earlier
     one's (the span only grows), so the curve stays evenly spaced."""
     step = [_step(r) for r in records]
-    train = [i for i, r in enumerate(records) if r.get("kind") == "train"]
-    other = sorted((i for i, r in enumerate(records) if r.get("kind") != "train"), key=step.__getitem__)
+    train = [i for i, r in enumerate(records) if r.get("kind") == TRAIN]
+    other = sorted((i for i, r in enumerate(records) if r.get("kind") != TRAIN), key=step.__getitem__)
     if len(other) >= target:
         keep = [other[i] for i in spread([step[j] for j in other], target)]
     else:
@@ -240,8 +239,8 @@ class MetricsLog(Tail):
             self.records.append(record)
             if len(self.records) > self.max_records:
                 kept = thin(self.records, self.max_records // 2)
-                trains = sum(r.get("kind") == "train" for r in self.records)
-                kept_trains = sum(r.get("kind") == "train" for r in kept)
+                trains = sum(r.get("kind") == TRAIN for r in self.records)
+                kept_trains = sum(r.get("kind") == TRAIN for r in kept)
                 self.thinned += trains - kept_trains
                 self.thinned_other += len(self.records) - trains - (len(kept) - kept_trains)
                 self.records = kept
@@ -345,5 +344,5 @@ def keep_until(path: Path, step: int, cap: int = METRICS_CAP) -> None:
     redone). A file from before the cap is read up to WHOLE caps, its records thinned as they come."""
     log = MetricsLog(path, cap, window=WHOLE * cap)
     log.refresh()
-    kept = [r for r in log.records if r.get("kind") in ("train", "eval", "checkpoint") and _step(r) <= step]
+    kept = [r for r in log.records if r.get("kind") in (TRAIN, EVAL, CHECKPOINT) and _step(r) <= step]
     atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))

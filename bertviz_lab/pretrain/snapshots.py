@@ -23,9 +23,9 @@ and the others evenly spread). The default run (tiny 2 x 2, 600 steps) writes 13
 the shipped mini's 5,000 steps 19 of 115 kB (2.17 MB); 128 frames is a 5,000-step run with a checkpoint
 every 40 steps, and 64 MiB holds 128 frames of a model with four times mini's heads. Readers index
 the lines of a file's last two caps by the step at their start (`SnapshotLog`) and parse only the frames
-they keep (200 MB of snapshots and of metrics, read from their last two caps: the Time-lapse page's first read
-0.94 s and 60 MB, 13.7 s and 1.48 GB when read whole; `python -m bench.run_records`, 2026-11-25); a frame of another
-model shape than the run's (`Shape`) is left out with a note. The writer's rewrites read the whole file.
+they keep (a 200 MB file costs the Time-lapse page's first read under a second, not a quarter of a minute; measured
+by python -m bench.run_records, figures in docs/benchmarks.md, "Run records a hostile user could leave"); a frame of
+another model shape than the run's (`Shape`) is left out with a note. The writer's rewrites read the whole file.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import torch
 from bertviz_lab import atomic, files
 from bertviz_lab.corpus.probes import PROBES, WORD_GROUPS
 from bertviz_lab.errors import InputError, LabError
+from bertviz_lab.metrics import SNAPSHOT
 from bertviz_lab.pretrain import head_roles, records
 from bertviz_lab.pretrain.checkpoints import on_series
 from bertviz_lab.pretrain.config import TrainConfig
@@ -118,7 +119,7 @@ def take(model, tokenizer, step: int) -> dict | None:
         model.train(training)
     roles = head_roles.roles_of(weights, plain, probes)
     uniform = head_roles.uniform_scores(plain, probes)
-    return {"kind": "snapshot", "step": int(step), "layers": model.config.num_hidden_layers,
+    return {"kind": SNAPSHOT, "step": int(step), "layers": model.config.num_hidden_layers,
             "heads": model.config.num_attention_heads,
             "probes": [{"text": p.text, "tokens": list(e.tokens), "attention": _rounded(w),
                         "masked": p.words[p.mask], "top": top}
@@ -257,7 +258,7 @@ class SnapshotLog(records.Tail):
             record = json.loads(line)
         except (ValueError, RecursionError):
             return None
-        if not (isinstance(record, dict) and record.get("kind") == "snapshot" and record.get("step") == step
+        if not (isinstance(record, dict) and record.get("kind") == SNAPSHOT and record.get("step") == step
                 and type(record["step"]) is int and isinstance(record.get("probes"), list)
                 and isinstance(record.get("roles"), dict)):
             return None

@@ -4,8 +4,8 @@ settings, or shipped with the lab (batch_cache.py), checked; past its end, the l
 batches the file lacked writes them to its file when it ends, for the next run.
 
 (Making them ahead in a background process was tried: on 2 cores, where the step's two threads keep both
-busy, the classroom preset's step took 72 ms with the worker and 69 ms without it, 2026-11-26; a file
-made once saves the whole 20 ms a batch.)
+busy, it did not pay, where a file made once saves the whole time of making each batch. Measured by
+python -m bench.class_wait; figures in docs/benchmarks.md, "A whole live run".)
 """
 
 from __future__ import annotations

@@ -3,13 +3,12 @@ core that no other program is using, looked at again every CHECK_S seconds while
 
 Why watch the machine: torch shares out each operation among its threads and waits for the last one. When
 another program takes one of those threads' cores, every operation waits for it, and the run slows many times
-over, far more than the core it lost. Measured 2026-11-26 on 2 cores, `python -m bertviz_lab train --steps 200`
-(the classroom preset): 16.1 s on one thread, 11.8 s on two; beside a program that keeps one core busy, 15.5 s
-on one and 115 s on two. The app's redraws of its live panel (70 ms of CPU every 1.5 s) cost two threads
-nothing measurable (11.7 s). So 0 used to mean all cores but one, which on 2 cores is one thread and the slow
-run. It now means every core while they are free, and cores given back while other programs use them. The
-preset's 600 steps, before and after in turn (docs/benchmarks.md, "The Start button's threads"): 44.1 -> 30.3 s
-alone, 46.2 -> 45.1 s beside the busy program, 43.5-44.9 -> 45.2-46.6 s for each of two runs started together.
+over, far more than the core it lost: the classroom preset's 200 steps on two threads beside a program that keeps
+one core busy take seven times as long as on one, while the app's redraws of its live panel cost two threads nothing
+measurable. So 0 used to mean all cores but one, which on 2 cores is one thread and the slow run. It now means every
+core while they are free, and cores given back while other programs use them: the preset's run alone takes a
+third less time, and about as long as before beside a busy program or another run. Measured by python -m
+bertviz_lab train (--steps 200, and the preset's 600); figures in docs/benchmarks.md, "The Start button's threads".
 
 The thread count changes the last bits of the sums (a sum split differently rounds differently), so two runs
 of one seed match bit for bit where their thread counts did, as on a quiet machine. `--threads N` fixes the

@@ -8,11 +8,9 @@ training set is too small to spare one (fewer than MIN_FOR_DEV sentences).
 A probe has not fitted (`Fit.problem` says how) when its kept dev loss is no lower than a prediction that reads no
 vector (distances: words i and j |i - j| edges apart, the linear chain; depths: every word at the training words'
 mean depth), or when it overfits: kept in the first half of its steps, its dev loss then rose more than OVERFIT
-above it while the training loss fell (it learns the training sentences, not a map that carries over). Measured on
-the shipped model (2026-12-01): with 100 story-world sentences (68 fitted, 7 dev) its embeddings' distance probe
-stays above the chain's dev loss (1.64 against 1.06) and layers 2-4 rise 18-34% after step 30-40, the random-weights
-control's probes both; with 300 or 1,200 sentences no layer of either does (a rise of 9% at most). Too few
-sentences for a dev split: whether it fitted is not known, and that is said.
+above it while the training loss fell (it learns the training sentences, not a map that carries over). On the
+shipped model both happen with 100 story-world sentences and neither with 300 or more (figures in docs/benchmarks.md,
+"Syntax"). Too few sentences for a dev split: whether it fitted is not known, and that is said.
 """
 
 from __future__ import annotations

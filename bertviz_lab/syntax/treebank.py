@@ -9,8 +9,9 @@ and DEPREL are kept as written ("obl:tmod" stays). A FORM with spaces in it (som
 one per word. A sentence that cannot be a tree (no root, several, a cycle, a head outside it, a broken line,
 more than MAX_WORDS words) is left out with its reason in `Treebank.skipped`; after MAX_SENTENCES trees the rest
 of the file is not read and `Treebank.notes` says so. A file of which no sentence is usable is one InputError.
-A big file takes a while (20 MiB of 100-word sentences: 16 s on a busy 2-core machine, 2026-12-02, most of it in
-conllu's `parse_line`), so `progress(fraction, message)` hears how far the reading is every REPORT_EVERY sentences.
+A big file takes a while (a quarter of a minute for the largest, most of it in conllu's `parse_line`; figures in
+docs/benchmarks.md, "Syntax"), so `progress(fraction, message)` hears how far the reading is every REPORT_EVERY
+sentences.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The counts are the encoder with its pooler (Hugging Face's `BertModel` / `XLMRobertaModel`),
 heads excluded, so models with different heads compare fairly; `encoder_parameters` derives
 them from the shape, term by term, and the tests check it against a model built here.
-Seed 001 (section 6.3) gives XLM-R "Base" as d = 1024, L = 24, H = 16: those are XLM-R
-Large's sizes. The table below has both, and `SEED001_CORRECTION` says so in words.
+The academic manual (seed text 001, section 6.3) gives XLM-R "Base" as d = 1024, L = 24, H = 16:
+those are XLM-R Large's sizes. The table below has both, and `SEED001_CORRECTION` says so in words.
 """
 
 from __future__ import annotations

@@ -6,17 +6,6 @@ import pandas as pd
 import streamlit as st
 
 MAX_ROWS_IN_FULL = 24  # taller tables scroll
-# A table wider than its box must say so. Streamlit's grid (glide-data-grid) draws on a canvas inside a scroller,
-# .dvn-scroller, whose scrollbars it makes thin and transparent until the pointer hovers: on a projector nobody
-# hovers, and columns past the right edge vanish without a hint. This gives every grid's scroller a classic,
-# always-drawn scrollbar with a dark thumb (Chromium and Firefox read the standard properties; the webkit ones
-# are for Safari). A table that fits draws no horizontal bar. Drawn on every page by projector.apply().
-SCROLL_CUE = """<style>
-[data-testid="stDataFrame"] .dvn-scroller {
-  scrollbar-width: auto !important; scrollbar-color: #5f5f5f #e4e4e4 !important; }
-[data-testid="stDataFrame"] .dvn-scroller::-webkit-scrollbar { height: 14px; width: 14px; background: #e4e4e4; }
-[data-testid="stDataFrame"] .dvn-scroller::-webkit-scrollbar-thumb { background: #5f5f5f; border-radius: 7px; }
-</style>"""
 
 
 def number(fmt: str = "%.4f", label: str | None = None):

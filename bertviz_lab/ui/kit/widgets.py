@@ -4,7 +4,6 @@ handout."""
 
 from __future__ import annotations
 
-import re
 from functools import partial
 
 import streamlit as st
@@ -12,6 +11,7 @@ import streamlit as st
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.tokenizer import Encoding
+from bertviz_lab.bert.tokenizer_json import WORD_START  # tokenizer.kind -> its word-start mark
 from bertviz_lab.errors import ExportError, InputError
 from bertviz_lab.figures import export
 from bertviz_lab.figures.attention import export_config
@@ -20,11 +20,10 @@ from bertviz_lab.ui.shell import projector
 from bertviz_lab.ui.kit import yours
 from bertviz_lab.ui.shell.router import end_page
 from bertviz_lab.ui.shell.state import Sentences
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views import inputs
 
 MAX_CHARS = 100_000  # enough for 5,000+ words; the tokenizer truncates to what the model reads
-# tokenizer.kind -> the mark a token carries for the space before it (WordPiece marks the other pieces, ##)
-WORD_START = {"byte-level BPE": "Ġ", "SentencePiece Unigram": "▁"}
 
 
 def index_picker(where, label: str, count: int, key: str, default: int = 0) -> int:
@@ -33,20 +32,6 @@ def index_picker(where, label: str, count: int, key: str, default: int = 0) -> i
     remembered = key in st.session_state  # a widget given both a default and a session value warns
     return where.segmented_control(label, list(range(count)), required=True, key=key, wrap=True,
                                    **({} if remembered else {"default": default}))
-
-
-WORD_JOINER = "\u2060"  # invisible, zero-width, and not a space: GFM starts no bare link after it
-# Where GFM would make a bare address a link (`https://`, `www.`, an e-mail's `@`). Streamlit's Markdown finds
-# these in the text after its backslash escapes are read, so escaping alone still draws https://x as a link.
-_LINKABLE = re.compile(r"(?i)(?<=https:)(?=//)|(?<=http:)(?=//)|(?<=www)(?=\.)|(?=@)")
-
-
-def plain(text: str) -> str:
-    """`text` as Markdown that shows it as typed: labels, alert bodies and captions are Markdown, and what a user
-    typed or a link carried must never draw a link, an image or HTML. Every ASCII punctuation character is
-    backslash-escaped, and a word joiner (U+2060, drawn as nothing) goes inside each bare address's `://`, `www.`
-    and `@`, which GFM would otherwise draw as a link even when escaped."""
-    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", _LINKABLE.sub(WORD_JOINER, text))
 
 
 def say(kind: str, message: str, where=st, *, lead: str = "", **kwargs) -> None:

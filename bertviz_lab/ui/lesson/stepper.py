@@ -35,43 +35,50 @@ from bertviz_lab.views import inputs
 from bertviz_lab.views.predict import guesses as vpr
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import runs as lesson_runs
+from bertviz_lab.views.lesson import steps as vls
 
-COUNT = len(vl.STEPS)
 PILLS_MAX = 24  # more options than this go in a selectbox (BERT-base's 144 heads)
 
 
 # --- Navigation and score ----------------------------------------------------------------------------
+# The steps and their order are views/lesson/steps.py's list, read on every run; the session names a step by its id.
 def move(delta: int) -> None:
-    state.put(K.STEP, min(max(state.get(K.STEP) + delta, 1), COUNT))
+    ids = vls.ids()
+    state.put(K.STEP, ids[min(max(ids.index(state.get(K.STEP)) + delta, 0), len(ids) - 1)])
 
 
 def start_over() -> None:
     state.put(K.ANSWERS, {})
-    state.put(K.STEP, 1)
-    for key in K.GUESSES:
+    state.put(K.STEP, vls.STEPS[0].id)
+    for key in K.GUESSES.values():
         state.forget(key)
 
 
-def header() -> int:
-    """One row: the step picker (which names the step), the score and Start over; returns the step shown (1-based)."""
+def picked(step_id: str) -> str:
+    """How the step picker names a step: 'Step 4 of 11 · The softmax steps'."""
+    return f"Step {vls.position(step_id)} of {len(vls.STEPS)} · {vls.by_id(step_id).title}"
+
+
+def header() -> vls.Step:
+    """One row: the step picker (which names the step), the score and Start over; returns the step shown."""
     state.init(K.STEP)
-    state.keep_valid(K.STEP, range(1, COUNT + 1))
+    state.keep_valid(K.STEP, vls.ids())
     state.keep(K.STEP)
     pick, score, restart = st.columns([5, 4, 2], vertical_alignment="center")
-    pick.selectbox("Go to step", range(1, COUNT + 1), key=K.STEP.name, label_visibility="collapsed",
-                   format_func=lambda n: f"Step {n} of {COUNT} · {vl.STEPS[n - 1]}")
+    pick.selectbox("Go to step", vls.ids(), key=K.STEP.name, label_visibility="collapsed", format_func=picked)
     score.markdown(f"**Score:** {vl.score(state.get(K.ANSWERS))}")
     restart.button("Start over", key=K.RESTART.name, on_click=start_over, icon=":material/restart_alt:",
                    width="stretch", help="Forget every answer and go back to step 1.")
-    return state.get(K.STEP)
+    return vls.by_id(state.get(K.STEP))
 
 
 def nav(bar: DeltaGenerator) -> None:
     """Back and Next in `bar`, beside the question's Reveal (or under its verdict); the arrow keys press them."""
+    ids = vls.ids()
     current = state.get(K.STEP)
-    bar.button("Back", key=K.BACK.name, on_click=move, args=(-1,), disabled=current == 1, shortcut="Left",
-                help="The step before (the ← key).")
-    bar.button("Next", key=K.NEXT.name, on_click=move, args=(1,), disabled=current == COUNT, shortcut="Right",
+    bar.button("Back", key=K.BACK.name, on_click=move, args=(-1,), disabled=current == ids[0], shortcut="Left",
+               help="The step before (the ← key).")
+    bar.button("Next", key=K.NEXT.name, on_click=move, args=(1,), disabled=current == ids[-1], shortcut="Right",
                help="The next step (the → key).")
 
 
@@ -138,7 +145,7 @@ def _computed(key: ModelKey, name: str, args: tuple, _view: Callable, _ckpt: Che
 
 
 def computed(ckpt: Checkpoint, view: Callable, *args):
-    """`view(model, tokenizer, *args)` (a function of views/lesson*.py) for the active model, cached per model,
+    """`view(model, tokenizer, *args)` (a function of views/lesson/) for the active model, cached per model,
     device and inputs and shared by every session: a redraw (a guess picked, Reveal) runs no forward pass
     again. Bad input raises its InputError as before (an exception is not cached)."""
     return _computed(model_key(ckpt), f"{view.__module__}.{view.__qualname__}", args, view, ckpt)
@@ -163,7 +170,7 @@ def ask(bar: DeltaGenerator, question: vl.Question, about: tuple, solve: Callabl
     """The current step's question and the class's guess; Reveal (in `bar`, the row that Back and Next join) runs
     `solve` (the model's answer, computed now) and stores it. Returns the answered step once it is revealed for
     these inputs (`about`), else None."""
-    step = state.get(K.STEP)
+    step = state.get(K.STEP)  # the id of the step shown: its guess, its answer and its Reveal are named by it
     st.markdown(f"**Predict, then reveal:** {plain(question.prompt)}")
     answered = state.get(K.ANSWERS).get(step)
     if answered is not None and answered.basis == about:
@@ -173,8 +180,8 @@ def ask(bar: DeltaGenerator, question: vl.Question, about: tuple, solve: Callabl
     if answered is not None:
         st.caption("This step was revealed for another sentence or model (that answer stays in the score); "
                    "guess again for this one.")
-    state.keep(K.GUESSES[step - 1])
-    guess = guess_widget(question, K.GUESSES[step - 1])
+    state.keep(K.GUESSES[step])
+    guess = guess_widget(question, K.GUESSES[step])
     if bar.button("Reveal", key=f"{K.REVEAL.name}.{step}", type="primary", disabled=guess is None,
                   icon=":material/visibility:", help="Commit to a guess first: Reveal unlocks once there is one."):
         answers = {**state.get(K.ANSWERS), step: vl.Answered(about, guess, solve())}
@@ -221,8 +228,8 @@ def _train(seed: int, report: once.Report) -> Run:
     train, held_out = [], []
 
     def record(r: dict) -> None:
-        if r["kind"] in ("train", "eval"):
-            (train if r["kind"] == "train" else held_out).append(metrics.Metrics.of(r))
+        if r["kind"] in (metrics.TRAIN, metrics.EVAL):
+            (train if r["kind"] == metrics.TRAIN else held_out).append(metrics.Metrics.of(r))
             report(_Frame(tuple(train), tuple(held_out)))
 
     lesson_runs.train_tiny(seed, record)

@@ -1,15 +1,16 @@
-"""The Lesson page's eleven steps, one renderer each: the inputs the step reads, what can be shown before the
-guess, the question (ui/lesson/stepper.py's `ask`), and the live view the Reveal unlocks.
+"""The Lesson page's renderers, one a step, each bound to its step's id (`RENDERERS`, filled by `@renders("id")`;
+the steps, their order, titles and paragraphs are views/lesson/steps.py's list): the inputs the step reads, what
+can be shown before the guess, the question (ui/lesson/stepper.py's `ask`), and the live view the Reveal unlocks.
 
-Every renderer takes the active model's checkpoint; every number comes from views/ (lesson.py, lesson_vectors.py,
-lesson_heads.py, lesson_why.py and lesson_runs.py, over attention, predict, explain, neighbours and representations)
-and every chart from figures/.
-Bad input and missing heads raise InputError, which the page shows as a sentence (`ui.lesson.shown_errors`).
+Every renderer takes the active model's checkpoint; every number comes from views/ (views/lesson/, over attention,
+predict, explain, neighbours and representations) and every chart from figures/.
+Bad input and missing heads raise InputError, which the page shows as a sentence (`ui_lesson.shown_errors`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -32,6 +33,7 @@ from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import head_steps as vlh
 from bertviz_lab.views.lesson import runs as lesson_runs
+from bertviz_lab.views.lesson import steps as vls
 from bertviz_lab.views.lesson import vector_steps as vlv
 from bertviz_lab.views.lesson import why_step as vlw
 from bertviz_lab.ui.why import sections as ui_why
@@ -40,8 +42,24 @@ from bertviz_lab.views.representations import vectors as rv
 
 MASKED_LABEL = "The lesson's sentence (with [MASK] where BERT should guess a word)"
 ATTENTION_LABEL = "The attention sentence"
+Renderer = Callable[[Checkpoint, ui_lesson.Frame], None]
+RENDERERS: dict[str, Renderer] = {}  # step id -> how the step draws; a test checks that every step has one
 
 
+def renders(step_id: str) -> Callable[[Renderer], Renderer]:
+    """Bind the renderer below to the step with this id (a KeyError for an id the list lacks, a ValueError for a
+    step bound twice)."""
+    vls.by_id(step_id)
+
+    def bind(draw: Renderer) -> Renderer:
+        if step_id in RENDERERS:
+            raise ValueError(f"step {step_id!r} has two renderers")
+        RENDERERS[step_id] = draw
+        return draw
+    return bind
+
+
+@renders("tokens")
 def tokens(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         st.caption(vl.framing_note(ckpt.tokenizer))
@@ -53,6 +71,7 @@ def tokens(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
             frame.below.dataframe(piece)
 
 
+@renders("embeddings")
 def embeddings(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         text = ui_lesson.sentence(K.MASKED, MASKED_LABEL)
@@ -82,6 +101,7 @@ def attention_view(ckpt: Checkpoint, text: str) -> av.AttentionView:
     return ui_attention.explore(ckpt, encoding)
 
 
+@renders("heads")
 def heads(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         text = ui_lesson.sentence(K.ATTENTION, ATTENTION_LABEL)
@@ -107,6 +127,7 @@ def heads(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
               "lesson_previous_token", where=frame.below)
 
 
+@renders("softmax")
 def softmax(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         text = ui_lesson.sentence(K.ATTENTION, ATTENTION_LABEL)
@@ -137,6 +158,7 @@ def softmax(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
             st.dataframe(table, column_config=numbers(table, "%.3f"))
 
 
+@renders("guess")
 def mask(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         text = ui_lesson.sentence(K.MASKED, MASKED_LABEL)
@@ -146,6 +168,7 @@ def mask(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
                                                              f"[MASK]"), "lesson_mask", where=frame.below)
 
 
+@renders("why")
 def mattered(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         text = ui_lesson.sentence(K.MASKED, MASKED_LABEL)
@@ -168,6 +191,7 @@ def mattered(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
             st.switch_page("pages/why.py")
 
 
+@renders("loss")
 def loss(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         text = ui_lesson.sentence(K.MASKED, MASKED_LABEL)
@@ -182,6 +206,7 @@ def loss(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
             chart(topk_grid([vl.loss_panel(m)], columns=1), "lesson_loss")
 
 
+@renders("nsp")
 def next_sentence(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     shown = state.get(K.ANSWERS).get(state.get(K.STEP))  # B stays folded away until its pair is revealed
     revealed = shown is not None and shown.basis == ui_lesson.basis(ckpt, state.get(K.NSP_A), state.get(K.NSP_B))
@@ -202,6 +227,7 @@ def next_sentence(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
                                                                  "L_NSP": number("%.4f")})
 
 
+@renders("training")
 def training(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     t, vocab = lesson_runs.TINY, lesson_runs.tiny_vocab_size()
     frame.left.caption(f"The tiny BERT: {t.layers} layers of {t.heads} heads, hidden size {t.hidden}, "
@@ -221,10 +247,11 @@ def training(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
                 st.rerun()
 
 
+@renders("probe")
 def fine_tuning(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         task = ui_lesson.choice(K.TASK, "Task", list(lesson_runs.PROBE_TASKS), lesson_runs.PROBE_TASKS[0],
-                         format_func=lambda name: f"{name}: {tasks.BUILTIN[name][3]}")
+                         format_func=lambda name: f"{name}: {tasks.BUILTIN[name].description}")
     about = ui_lesson.basis(ckpt, task)
     if answered := ui_lesson.ask(frame.bar, lesson_runs.probe_question(), about, lambda: lesson_runs.probe_quiz(ui_lesson.probes(ckpt, task))):
         with frame.below:
@@ -240,6 +267,7 @@ def fine_tuning(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
                 st.switch_page("pages/finetune.py")
 
 
+@renders("contextual")
 def contextual(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
     with frame.left:
         word = ui_lesson.sentence(K.SENSE_WORD, "Word")
@@ -258,6 +286,3 @@ def contextual(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
                        "lines at one layer at a time: each layer has its own geometry (in some, every vector points "
                        "much the same way), so a cosine at one layer does not compare with one at another. The "
                        "Representations page compares a word in many sentences, by sense.")
-
-
-STEPS = (tokens, embeddings, heads, softmax, mask, mattered, loss, next_sentence, training, fine_tuning, contextual)

@@ -37,7 +37,7 @@ SIZE_INPUTS = (  # (key, BertConfig field, step of the + / - buttons, what it me
 @dataclass(frozen=True)
 class Inputs:
     """What the learner chose to run, besides the active model (whose tokenizer reads the sentences)."""
-    lines: tuple[str, ...] | None  # the sentences; None: seed 002's batch
+    lines: tuple[str, ...] | None  # the sentences; None: the BERT tutorial's batch (seed text 002)
     config: BertConfig | None  # the random model's config; None: the active model's weights
 
 
@@ -63,7 +63,7 @@ def _sizes() -> dict[str, int]:
 def _inputs(ckpt: Checkpoint) -> tuple[Inputs | None, list[str]]:
     """Draw the input and model widgets: what to run, or None and why not (each bad sentence or size)."""
     state.init(K.SOURCE, K.TEXT, K.MODEL, *(key for key, *_ in SIZE_INPUTS))
-    state.keep(*K.INPUTS)  # the text box is not drawn for seed 002's batch: its edits stay
+    state.keep(*K.INPUTS)  # the text box is not drawn for the tutorial's batch (seed text 002): its edits stay
     source = st.segmented_control("Input", list(SOURCES), format_func=SOURCES.get, required=True,
                                   key=K.SOURCE.name)
     text, use_random = None, True

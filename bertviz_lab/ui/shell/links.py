@@ -32,9 +32,10 @@ from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.link_readers import choice, flag, head_name, integer, number, token_range
 from bertviz_lab.ui.shell.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
                                   Sentences, Syntax, TimeLapse, Why)
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
+from bertviz_lab.views.lesson import steps as vls
 
 MAX_TEXT = 1_000  # characters of one sentence in a link: longer ones make URLs that break and dense QR codes
 MAX_PARAMS = 64  # parameters read from one link; a longer query string is hostile or broken
@@ -123,7 +124,7 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
                   Param("view", TimeLapse.VIEW, text(20)), Param("layer", TimeLapse.LAYER, LAYER),
                   Param("head", TimeLapse.HEAD, HEAD), Param("role", TimeLapse.ROLE, text(40)),
                   Param("step", TimeLapse.STEP, integer(0, 10**9))),
-    "lesson": (Param("step", Lesson.STEP, integer(1, len(Lesson.GUESSES))), Param("a", Lesson.MASKED, text()),
+    "lesson": (Param("step", Lesson.STEP, vls.from_link), Param("a", Lesson.MASKED, text()),  # ?step=softmax, or 4
                Param("word", Lesson.TRUE_WORD, text(100)), Param("attn", Lesson.ATTENTION, text()),
                Param("nsp_a", Lesson.NSP_A, text()), Param("nsp_b", Lesson.NSP_B, text()),
                Param("sense_word", Lesson.SENSE_WORD, text(100)), Param("sense_a", Lesson.SENSE_A, text()),

@@ -14,7 +14,18 @@ import streamlit as st
 
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.state import Classroom
-from bertviz_lab.ui.kit.tables import SCROLL_CUE
+
+# A table wider than its box must say so. Streamlit's grid (glide-data-grid) draws on a canvas inside a scroller,
+# .dvn-scroller, whose scrollbars it makes thin and transparent until the pointer hovers: on a projector nobody
+# hovers, and columns past the right edge vanish without a hint. This gives every grid's scroller a classic,
+# always-drawn scrollbar with a dark thumb (Chromium and Firefox read the standard properties; the webkit ones
+# are for Safari). A table that fits draws no horizontal bar. Drawn on every page by projector.apply().
+SCROLL_CUE = """<style>
+[data-testid="stDataFrame"] .dvn-scroller {
+  scrollbar-width: auto !important; scrollbar-color: #5f5f5f #e4e4e4 !important; }
+[data-testid="stDataFrame"] .dvn-scroller::-webkit-scrollbar { height: 14px; width: 14px; background: #e4e4e4; }
+[data-testid="stDataFrame"] .dvn-scroller::-webkit-scrollbar-thumb { background: #5f5f5f; border-radius: 7px; }
+</style>"""
 
 ON, SEEN = Classroom.PROJECTOR, Classroom.PROJECTOR_READ
 FONT, SMALL_FONT, TITLE_FONT = 20, 17, 24  # chart text in projector view, in px
@@ -53,7 +64,7 @@ def read_link() -> None:
 
 def apply() -> None:
     """Fold or unfold the sidebar to match the switch and, when on, enlarge everything; on every page, give wide tables
-    a visible scrollbar (tables.SCROLL_CUE). Call it first."""
+    a visible scrollbar (SCROLL_CUE). Call it first."""
     st.set_page_config(initial_sidebar_state="collapsed" if on() else "auto")
     st.html(SCROLL_CUE)  # in either view: a table wider than its box shows its scrollbar
     if on():

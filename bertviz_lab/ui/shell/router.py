@@ -1,5 +1,5 @@
-"""The app's pages in one list (`PAGES`: app.py's menu and Home's "Where to start" both read it), and the router's
-work: every request kept inside app.py's router, even a deep link that is a server's first request, and a page that
+"""The app's pages in one list (`PAGES`: app.py's menu and Home's "Where to start" both read it, grouped in its
+sections by `by_section`), and the router's work: every request kept inside app.py's router, even a deep link that is a server's first request, and a page that
 ends early ends without ending the app's own work after it (the link and the share box, app.py)."""
 
 from __future__ import annotations
@@ -18,13 +18,19 @@ from bertviz_lab.seeds import cite
 
 
 
+# The menu's sections, by what a learner is doing there (the package's features: views/, explain/, syntax/, pretrain/,
+# finetune/). A page names its section; the sections come in the order of their first page.
+START, READ, EXPLAIN, CORPUS, TRAIN = "Start", "Read a sentence", "Explain a guess", "Across a corpus", "Train"
+
+
 @dataclass(frozen=True)
 class PageInfo:
-    """One page of the app: its file, its menu entry, and what it needs of the active model."""
+    """One page of the app: its file, its menu entry and section, and what it needs of the active model."""
 
     path: str  # the page file, from the repository root
     title: str  # its name in the menu and on Home
     icon: str
+    section: str  # its section of the menu and of Home's "Where to start"
     blurb: str  # Home's sentence about it ("" for Home itself)
     needs: str = ""  # "": any model; "mlm": an MLM head; "guess": an MLM head or ELECTRA's replaced-token head
 
@@ -37,35 +43,44 @@ class PageInfo:
         return True
 
 
-HOME = PageInfo("pages/home.py", "Home", ":material/home:", "")
-PAGES = (  # the menu's order
+HOME = PageInfo("pages/home.py", "Home", ":material/home:", START, "")
+PAGES = (  # the menu's order: each section's pages together
     HOME,
-    PageInfo("pages/lesson.py", "Lesson", ":material/school:",
+    PageInfo("pages/lesson.py", "Lesson", ":material/school:", START,
              "A class walks through BERT in eleven steps, from tokens to contextual vectors: guess first, then reveal."),
-    PageInfo("pages/predict.py", "Mask & predict", ":material/visibility_off:",
+    PageInfo("pages/worked.py", "Worked examples", ":material/calculate:", START,
+             f"The hand computations of {cite('000')} and {cite('001')} as calculators, with the exact values."),
+    PageInfo("pages/predict.py", "Mask & predict", ":material/visibility_off:", READ,
              "Hide words and see what the model guesses, with and without the words to the right.", "guess"),
-    PageInfo("pages/attention.py", "Attention", ":material/grid_on:",
+    PageInfo("pages/attention.py", "Attention", ":material/grid_on:", READ,
              "Every head's attention matrix, and the softmax steps for any word, one number at a time."),
-    PageInfo("pages/why.py", "Why this guess?", ":material/psychology_alt:",
+    PageInfo("pages/representations.py", "Representations", ":material/scatter_plot:", READ,
+             "What the model learned: one word's vector in different sentences, layer by layer, and the logit lens."),
+    PageInfo("pages/why.py", "Why this guess?", ":material/psychology_alt:", EXPLAIN,
              "Which tokens made the model guess what it guessed: attribution methods side by side with attention, "
              "and the check that tests them.", "guess"),
-    PageInfo("pages/syntax.py", "Syntax across a corpus", ":material/account_tree:",
+    PageInfo("pages/syntax.py", "Syntax across a corpus", ":material/account_tree:", CORPUS,
              "What the heads and the vectors hold over hundreds of sentences with their dependency trees, each "
              "number beside a baseline that needs no model."),
-    PageInfo("pages/representations.py", "Representations", ":material/scatter_plot:",
-             "What the model learned: one word's vector in different sentences, layer by layer, and the logit lens."),
-    PageInfo("pages/pretrain.py", "Pretrain live", ":material/model_training:",
-             "Train a small BERT in the background and watch its losses fall and its heads form."),
-    PageInfo("pages/timelapse.py", "Time-lapse", ":material/slow_motion_video:",
-             "Play back how a BERT learned: its guesses, its heads taking on roles, its words sorting themselves."),
-    PageInfo("pages/finetune.py", "Fine-tune", ":material/tune:",
-             "The other half of BERT: put a classifier on top and see what pretraining buys over random weights."),
-    PageInfo("pages/losses.py", "Losses step by step", ":material/functions:",
+    PageInfo("pages/losses.py", "Losses step by step", ":material/functions:", TRAIN,
              "One training example: 15% picked, 80/10/10, the MLM loss (and NSP where there is a head), one "
              "optimizer step.", "mlm"),
-    PageInfo("pages/worked.py", "Worked examples", ":material/calculate:",
-             f"The hand computations of {cite('000')} and {cite('001')} as calculators, with the exact values."),
+    PageInfo("pages/pretrain.py", "Pretrain live", ":material/model_training:", TRAIN,
+             "Train a small BERT in the background and watch its losses fall and its heads form."),
+    PageInfo("pages/timelapse.py", "Time-lapse", ":material/slow_motion_video:", TRAIN,
+             "Play back how a BERT learned: its guesses, its heads taking on roles, its words sorting themselves."),
+    PageInfo("pages/finetune.py", "Fine-tune", ":material/tune:", TRAIN,
+             "The other half of BERT: put a classifier on top and see what pretraining buys over random weights."),
 )
+
+
+def by_section(pages=PAGES) -> dict[str, list[PageInfo]]:
+    """`pages` (PAGES, or some of them) by section, the sections and their pages in PAGES' order: st.navigation's
+    menu in app.py, and the headings of Home's "Where to start"."""
+    grouped: dict[str, list[PageInfo]] = {}
+    for page in pages:
+        grouped.setdefault(page.section, []).append(page)
+    return grouped
 
 
 def where_to_start(model, why_no_mlm: str) -> tuple[list[PageInfo], str]:
@@ -107,7 +122,7 @@ def routing():
     finally:
         _routed.on = False
     if out_of_memory:  # outside the handler, whose traceback holds the failed pass's tensors
-        from bertviz_lab.ui.kit.widgets import plain  # here: widgets imports this module
+        from bertviz_lab.ui.shell.text import plain
         gc.collect()
         torch.cuda.empty_cache()
         st.error(plain(out_of_memory[0].upper() + out_of_memory[1:]), icon=":material/memory:")

@@ -20,7 +20,7 @@ from bertviz_lab.files import SHIPPED
 from bertviz_lab.ui.shell.checks import FORGET, nearest, one_of, some_of, span
 from bertviz_lab.views.finetune import classifier as vf
 from bertviz_lab.views import forms
-from bertviz_lab.views.lesson import questions as vl
+from bertviz_lab.views.lesson import steps as vls
 from bertviz_lab.views.worked import onehot
 from bertviz_lab.views.pretrain import probe
 from bertviz_lab.views.pretrain import live as vp
@@ -164,6 +164,8 @@ class Attention:
 
 
 class Why:
+    """Why this guess? (pages/why.py, ui/why/sections.py): the sentence, what the page's Ask (views/why/ask.py) is
+    built from, the attention strip's layer and head, the causal check's button and the example picked."""
     SENTENCES = Sentences.of("why", "the cat sat on the [MASK] .")
     MASK, TOKEN = Key("why.mask", 0, one_of), Key("why.token", None, one_of)  # which [MASK]; the discriminator's token
     TARGET, CONTRAST = Key("why.target", ""), Key("why.contrast", "")  # "": the top guess; no contrast
@@ -306,10 +308,10 @@ class Representations:
 
 class Shapes:
     """The Representations page's "Shapes and padding" tab (ui/representations/shapes.py)."""
-    SOURCE = Key("shapes.source", "text")  # "text": your sentences; "seed002": seed 002's hand-typed ids
+    SOURCE = Key("shapes.source", "text")  # "text": your sentences; "seed002": the BERT tutorial's ids (seed text 002)
     TEXT = Key("shapes.text", "the cat sat on the mat .\ni went to the bank to deposit money yesterday .\nit rained .")
     MODEL = Key("shapes.model", "random")  # "random": a random BERT of the sizes below; "active": the active model
-    HIDDEN = Key("shapes.hidden", 32)  # seed 002's config: hidden_size=32, 2 layers, 4 heads, intermediate 64
+    HIDDEN = Key("shapes.hidden", 32)  # seed text 002's config: hidden_size=32, 2 layers, 4 heads, intermediate 64
     LAYERS, HEADS = Key("shapes.layers", 2), Key("shapes.heads", 4)
     INTERMEDIATE = Key("shapes.intermediate", 64)
     ROW = Key("shapes.row", 0, one_of)  # the sentence whose attention is drawn
@@ -319,7 +321,7 @@ class Shapes:
 
 class Lesson:
     """The guided lesson (pages/lesson.py): its step, its sentences, the class's guesses, the revealed answers."""
-    STEP = Key("lesson.step", 1, nearest)
+    STEP = Key("lesson.step", vls.STEPS[0].id, one_of)  # the step shown, by id (views/lesson/steps.py), never place
     BACK, NEXT, RESTART = Key("lesson.back"), Key("lesson.next"), Key("lesson.restart")
     MASKED = Key("lesson.masked", "the cat sat on the [MASK] .")  # tokens, embeddings, the guess, the loss
     TRUE_WORD = Key("lesson.true_word", "mat")  # the word hidden under the first [MASK]
@@ -335,10 +337,10 @@ class Lesson:
     SENSE_A = Key("lesson.sense_a", "a fisherman was fishing on the bank .")
     SENSE_B = Key("lesson.sense_b", "he put his money in the bank .")
     SENSE_C = Key("lesson.sense_c", "the ducks sat on the bank of the river .")  # sentence 1's sense again
-    GUESSES = tuple(Key(f"lesson.guess.{n}") for n in range(1, len(vl.STEPS) + 1))  # the class's guess per step
-    REVEAL = Key("lesson.reveal")  # each step's Reveal button is this name + "." + the step
-    ANSWERS = Key("lesson.answers", {})  # step -> views.lesson.Answered; replaced whole, never changed in place
+    GUESSES = {step.id: Key(f"lesson.guess.{step.id}") for step in vls.STEPS}  # step id -> the class's guess
+    REVEAL = Key("lesson.reveal")  # each step's Reveal button is this name + "." + the step's id
+    ANSWERS = Key("lesson.answers", {})  # step id -> views.lesson.Answered; replaced whole, never changed in place
     TRAINING = Key("lesson.training")  # the short training run: (seed, train records, held-out records)
     RETRAIN = Key("lesson.retrain")
     INPUTS = (MASKED, TRUE_WORD, WORD, ATTENTION, HEAD, NSP_A, NSP_B, TASK, SENSE_WORD, SENSE_A, SENSE_B, SENSE_C,
-              *GUESSES)
+              *GUESSES.values())

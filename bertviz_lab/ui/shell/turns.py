@@ -21,10 +21,10 @@ from collections.abc import Iterator
 TURNS = max(1, min(2, os.cpu_count() or 1))  # runs computing at once
 CORES = os.cpu_count() or 1
 # torch's threads for a run: every core while it computes alone, its share of the cores while another run computes
-# too (two runs of 2 threads each on 2 cores ask for twice the cores there are). Measured with 30 sessions typing
-# (`python -m bench.classroom_load`, 2026-11-25): 66-68 ms of server CPU a redraw with 2 threads for every run,
-# 51-55 ms with one thread a turn, 63-67 ms this way; the p95 (1.1 s) the same in all three, bound by the GIL.
-# A user's OMP_NUM_THREADS wins.
+# too (two runs of 2 threads each on 2 cores ask for twice the cores there are). With 30 sessions typing, a redraw's
+# server CPU is a little under 2 threads for every run's and above one thread a turn's, and the p95 the same in all
+# three, bound by the GIL (measured by python -m bench.classroom_load; figures in docs/benchmarks.md, "A class at
+# once"). A user's OMP_NUM_THREADS wins.
 SHARED_THREADS = max(1, CORES // TURNS)
 MAX_WAIT_S = 2.0
 _turns = threading.BoundedSemaphore(TURNS)

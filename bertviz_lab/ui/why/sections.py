@@ -1,19 +1,17 @@
 """The Why-this-guess page's computations and its sections.
 
-The eight methods run once per (model, input, which guess, target, contrast) for the whole class (ui/shell/once.py), with
-a progress bar from the first second, whatever the model; the attention strip for another layer or head is read
-from the attention weights the explanation kept, so picking a layer runs no forward at all. The causal check runs
-once per explained guess and attention choice: by itself when it should take under AUTO_SECONDS on this machine
-(estimated from the explanation's own runs of the model), else behind a button that says how long it should take.
+The page builds an `Ask` (views/why/ask.py) from its pickers. The eight methods run once per (model, input, Ask:
+which guess, target, contrast) for the whole class (ui/shell/once.py), with a progress bar from the first second,
+whatever the model; the attention strip for another layer or head is read from the attention weights the
+explanation kept, so picking a layer runs no forward at all. The causal check runs once per explained guess and
+attention choice: by itself when it should take under AUTO_SECONDS on this machine (estimated from the
+explanation's own runs of the model), else behind a button that says how long it should take.
 """
 
 from __future__ import annotations
 
-import html
-from dataclasses import dataclass
 from functools import partial
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -24,7 +22,6 @@ from bertviz_lab.errors import InputError
 from bertviz_lab.explain import checks
 from bertviz_lab.explain.methods import DELTA_WARN
 from bertviz_lab.explain.report import METHODS
-from bertviz_lab.figures import token_labels
 from bertviz_lab.figures import why as fy
 from bertviz_lab.ui.shell import once
 from bertviz_lab.ui.shell import state
@@ -37,9 +34,8 @@ from bertviz_lab.ui.kit.widgets import chart, plain
 from bertviz_lab.views.predict import guesses as vpr
 from bertviz_lab.views.why import explanation as vw
 from bertviz_lab.views.why import examples as why_examples
-from bertviz_lab.views.why import parts as why_parts
+from bertviz_lab.views.why.ask import Ask
 
-TOP_K = 5  # guesses shown at the explained mask
 AUTO_SECONDS = 3.0  # the causal check runs by itself when it should take less than this here, else waits for a click
 EXPLAINED = once.Slots("Explaining the guess", keep=8)
 CHECKED = once.Slots("The causal check", keep=8)
@@ -49,18 +45,8 @@ VERDICTS = {"beats": "beats every one", "ties": "ties the best", "below": "below
 VALUE_FORMAT = "%.6g"  # a method's value in the table: 6 significant digits, as on hover
 
 
-@dataclass(frozen=True)
-class Ask:
-    """What the learner asked about: the `mask`-th mask (from 0), the `target` and `contrast` words as typed
-    ("": the top guess; none), or, for ELECTRA's discriminator, the token at `position`."""
-    mask: int = 0
-    target: str = ""
-    contrast: str = ""
-    position: int | None = None
-
-
 def _key(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> tuple:
-    return model_key(ckpt), tuple(encoding.ids), tuple(encoding.segment_ids), ask
+    return model_key(ckpt), tuple(encoding.ids), tuple(encoding.segment_ids), ask.explained
 
 
 def _bar(news: tuple[float, str]) -> None:
@@ -69,11 +55,10 @@ def _bar(news: tuple[float, str]) -> None:
 
 
 def explained(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> vw.Why:
-    """Every method's answer for `ask`, the attention strip at the last layer, mean over heads (InputError: a word
-    not in the vocabulary, ...)."""
+    """Every method's answer for `ask`, the attention strip at the last layer, mean over heads (`vw.with_attention`
+    shows another; InputError: a word not in the vocabulary, ...)."""
     def work(report: once.Report) -> vw.Why:
-        return vw.why(ckpt.model, ckpt.tokenizer, encoding, mask=ask.mask, target=ask.target or None,
-                      contrast=ask.contrast or None, top_k=TOP_K, position=ask.position,
+        return vw.why(ckpt.model, ckpt.tokenizer, encoding, ask.explained,
                       progress=lambda done, what: report((done, f"Running {what}: {done:.0%}")))
 
     slot = EXPLAINED.slot(_key(ckpt, encoding, ask))
@@ -97,11 +82,6 @@ def _check_words(ckpt: Checkpoint, encoding: Encoding, ask: Ask) -> None:
     if "target" not in ids and vw.top_guess(ckpt.model, ckpt.tokenizer, encoding, ask.mask) == ids["contrast"]:
         raise InputError("The Contrast word is the model's top guess, which is the target while the Target word is "
                          "empty: type another Contrast word, or a Target word.")
-
-
-def at_layer(result: vw.Why, layer: int, head: int | None) -> vw.Why:
-    """`result` with its attention strip at `layer` and `head` (None: the mean over heads): a lookup, no forward."""
-    return why_parts.with_attention(result, layer, head)
 
 
 def mask_word(tokenizer: WordPieceTokenizer, replaced: bool) -> str:
@@ -164,11 +144,7 @@ def guesses(result: vw.Why, where) -> None:
 def strips(result: vw.Why, tokenizer: WordPieceTokenizer, replaced: bool) -> None:
     """One heat strip per method, what each measures, the integrated gradients' check, and the raw numbers."""
     e = result.explanation
-    values = {vw.TITLES[k]: v for k, v in e.values.items()}
-    signed = {vw.TITLES[k]: METHODS[k].signed for k in METHODS}
-    looked = f"attention at layer {e.layer}, " + ("mean over heads" if e.head is None else f"head {e.head}")
-    chart(fy.heat_strips(values, signed, token_labels(e.tokens), f"Each method's answer, token by token ({looked})"),
-          "why_strips")
+    chart(fy.strips(vw.titled(e.values), vw.SIGNED, e.tokens, e.layer, e.head), "why_strips")
     st.caption("Each row is coloured against its own largest value, since every method has its own units; the "
                "numbers in the cells are the values, to 2 digits (hover for 6). Signed rows: blue raises F, red "
                "lowers it, white is 0. Unsigned rows: darker is larger. Integrated gradients and occlusion are 0 at "
@@ -218,11 +194,9 @@ def lead() -> str:
 
 
 def agreement(result: vw.Why) -> None:
-    rho = np.array([[np.nan if r is None else r for r in row.values()] for row in result.agreement.values()])
-    names, n = [vw.TITLES[k] for k in result.agreement], len(result.explanation.movable)
+    n = len(result.explanation.movable)
     left, right = st.columns([3, 2])
-    chart(fy.agreement_matrix(rho, names, f"Do the methods rank the tokens alike? Spearman ρ over {n} tokens"),
-          "why_agreement", left)
+    chart(fy.agreement(vw.titled(result.agreement), n), "why_agreement", left)
     right.markdown(plain(result.agreement_sentence))
     right.caption(f"ρ = 1: the same order of the {n} removable tokens; 0: unrelated; −1: reversed. Over the tokens "
                   "the causal check may remove, so the framing tokens and the explained position are left out. "
@@ -273,11 +247,8 @@ def causal_check(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why)
     deletion = once.follow(slot, lambda report: vw.deletion_for(
         result, progress=lambda done, what: report((done, f"Running the {what}: {done:.0%}"))),
         _bar, first=(0.0, "Running the deletion curves…"))
-    p = html.escape(result.follows)  # plotly reads HTML
-    curves = {vw.TITLES[k]: c for k, c in deletion.curves.items()}
-    dashed = {vw.TITLES[k] for k, m in METHODS.items() if m.kind == "attention"}
-    chart(fy.deletion_curves(curves, deletion.random_curves, dashed, p, f"{p} after each removal, in each "
-                               "method's order"), "why_deletion")
+    curves = vw.titled(deletion.curves)
+    chart(fy.deletion(curves, deletion.random_curves, vw.FROM_ATTENTION, result.follows), "why_deletion")
     left, right = st.columns([3, 2])
     table = record_table(pd.DataFrame({"method": list(curves), "AOPC": list(deletion.aopc.values()),
                                        "beats random": [deletion.beats_random(k) for k in deletion.curves],

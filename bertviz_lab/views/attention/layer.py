@@ -1,8 +1,9 @@
 """One encoder layer after attention, for one token: the heads' contexts on to the layer's output.
 
-The Attention page explains one head's context; the layer goes on. Seed 001 (6.2) lists the
-post-LN block: concatenate the heads, project with W_O, add the input and normalise, then a
-two-layer feed-forward network, add and normalise again. Seed 004 writes the two sublayers as
+The Attention page explains one head's context; the layer goes on. The academic manual (seed text 001, 6.2)
+lists the post-LN block: concatenate the heads, project with W_O, add the input and normalise, then a
+two-layer feed-forward network, add and normalise again. The mathematical formulation (seed text 004) writes
+the two sublayers as
     H̃ = LayerNorm(A + H⁽ℓ⁻¹⁾),   H⁽ℓ⁾ = LayerNorm(FFN(H̃) + H̃),   FFN(x) = act(x W₁ + b₁) W₂ + b₂
 (its A leaves out W_O, which BERT has). `layer_steps` recomputes every step for one token in
 float64 from the model's own weights and the traced forward (an `AttentionView`), and measures

@@ -208,10 +208,9 @@ FORM = forms.Form((forms.Grid("start", (3, 3, 2)), forms.Grid("numbers", 5), for
                 grid="numbers"),
     forms.text("name", "Run name (optional)", placeholder="finetune-date-time", grid="name"),
 ))
-# The class demo: the form's defaults but 60 steps. The default task (coherence) from the shipped bertviz-mini, measured
-# 2026-11-25 with `python -m bertviz_lab finetune --task coherence --from checkpoints/bertviz-mini --steps 60` on 2 CPU
-# cores that three other jobs were loading: 22.6, 31.1 and 44.8 s of wall time (median 31 s), 89.2% dev accuracy in
-# each (seed 0), from 24.0% at step 0.
+# The class demo: the form's defaults but 60 steps. The default task (coherence) from the shipped bertviz-mini: its
+# time and dev accuracy (which CLASS_DEMO_HELP quotes) measured by python -m bertviz_lab finetune --task coherence
+# --from checkpoints/bertviz-mini --steps 60; figures in docs/benchmarks.md, "The class demo's fine-tuning".
 CLASS_DEMO = {**{f.name: f.default for f in FORM.numbers}, "steps": 60}
 CLASS_DEMO_HELP = ("The form's defaults with 60 steps, from the shipped model: the default task trained in 23 to 45 s "
                    "on 2 busy CPU cores when measured, to 89% dev accuracy. Larger models take longer.")

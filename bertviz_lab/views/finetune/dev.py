@@ -1,5 +1,6 @@
 """A fine-tuned model on its dev set: predictions, the confusion matrix, the examples it still gets
-wrong (seed 002's failure check), and the dev set as the classifier sees it before and after fine-tuning.
+wrong (the BERT tutorial's failure check, seed text 002), and the dev set as the classifier sees it before and
+after fine-tuning.
 
 One batched, eval-mode pass (`dev_pass`) gives every scored item's true label, class probabilities and
 the vector the classifier reads: the pooled [CLS] for a sentence or pair task, the last hidden state

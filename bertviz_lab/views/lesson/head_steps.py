@@ -1,10 +1,10 @@
-"""The lesson's two head steps: which head puts the most weight on the previous token (step 3), and which key one
-head's query weighs most (step 4), with the head that step starts on.
+"""The lesson's two head steps: which head puts the most weight on the previous token ("heads"), and which key one
+head's query weighs most ("softmax"), with the head that step starts on.
 
-One sentence is not evidence of a head's job, so both steps measure it elsewhere too. Step 3 asks about the
+One sentence is not evidence of a head's job, so both steps measure it elsewhere too. "heads" asks about the
 sentence on screen, then gives the winning head's score on other sentences (`previous_elsewhere`); when no head
 puts even twice what attention spread evenly would give on the previous token, it says no head clearly does it
-and does not score. Step 4 starts on a head chosen for following pronouns to their nouns, and a choice is only
+and does not score. "softmax" starts on a head chosen for following pronouns to their nouns, and a choice is only
 as good as its test: the head is chosen on sentences other than the one the class sees (`pronoun_heads`), and
 its weight is then measured on sentences that had no say in the choice, so the class reads how well it does
 that job elsewhere, beside the one example on screen.
@@ -61,7 +61,7 @@ NOT_AN_EXPLANATION = ("A weight shows where a head looks, not what the model doe
                       "off, and watches the guess.")
 
 
-# --- 3. Attention heads ------------------------------------------------------------------------------
+# --- Attention heads ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PreviousElsewhere:
     """Each head's previous-token score on sentences other than the one shown (the probe set and the pronoun
@@ -127,7 +127,7 @@ def previous_token(view: av.AttentionView, elsewhere: PreviousElsewhere | None =
     return quiz, table.reset_index(drop=True)
 
 
-# --- 4. The softmax steps: the head it starts on, then the question ----------------------------------
+# --- The softmax steps: the head it starts on, then the question ----------------------------------
 @dataclass(frozen=True)
 class PronounHeads:
     """Each head's weight from a pronoun to the noun it stands for, on sentences other than the example: the

@@ -1,15 +1,13 @@
-"""The guided lesson's numbers: for each of its eleven steps a question, the model's own answer to it, and what
-the step draws, all computed live from the active model on the lesson's sentences.
+"""The guided lesson's quiz and its first steps' numbers: a question, the model's own answer to it, and what the
+step draws, all computed live from the active model on the lesson's sentences.
 
 A step's function returns a `Quiz` (the question, the model's answer, the numbers behind that answer) and
 a plain record for the step's chart or table. Nothing is hard-coded: the options come from the model and
 the sentence (its top guesses shuffled with a seeded RNG, its heads, the sentence's tokens) and the answer
 is read off the same numbers, in the run where the class presses Reveal. An answer that is the largest of
 several numbers (`ranked`) counts a runner-up within NEAR of it too, and a question the model cannot
-answer clearly is not scored. Here: the quiz itself and the steps on tokens (1), the guess at [MASK] (5), the
-MLM loss (7) and NSP (8); the steps on a token's vector (2, 11) are in `views/lesson/vector_steps.py`, the head
-steps (3, 4) in `views/lesson/head_steps.py`, the word that mattered most (6) in `views/lesson/why_step.py`, the two that
-train (9, 10) in `views/lesson/runs.py`.
+answer clearly is not scored. Here: the quiz itself and the steps "tokens", "guess", "loss" and "nsp"; which
+function each step asks, and where it lives, is the list of steps (views/lesson/steps.py).
 """
 
 from __future__ import annotations
@@ -33,9 +31,6 @@ from bertviz_lab.views import inputs
 from bertviz_lab.views.predict import guesses as vpr
 from bertviz_lab.views.losses import walkthrough
 
-STEPS = ("Tokens", "Embeddings", "Attention heads", "The softmax steps", "The guess at [MASK]",
-         "Which word mattered most?", "The MLM loss",
-         "Next sentence prediction", "A short training run", "A linear probe", "Contextual vectors")
 SEED = 16  # shuffles the options: the same order for every student, every time
 # A runner-up this close to the best answer is a near tie. The steps that rank read cosines (-1 to 1), attention
 # weights or probabilities (0 to 1): on those scales two hundredths is less than a class can tell apart on a bar.
@@ -89,7 +84,7 @@ class Answered:
         return self.quiz.scored and self.quiz.is_right(self.guess)
 
 
-def score(answered: dict[int, Answered]) -> str:
+def score(answered: dict[str, Answered]) -> str:
     """'2 of 3 right so far': the scored steps only; a step with no clear answer is named, not counted."""
     if not answered:
         return "no answers revealed yet"
@@ -145,14 +140,14 @@ def needs(model: BertForPreTraining, head: str) -> None:
                          "Pick a pretrained BERT in the sidebar, or go on to the next step.")
 
 
-# --- 1. Tokens ---------------------------------------------------------------------------------------
+# --- Tokens ---------------------------------------------------------------------------------------
 def token_rows(encoding: Encoding) -> pd.DataFrame:
     return pd.DataFrame({"position": range(len(encoding.ids)), "token": encoding.tokens, "id": encoding.ids,
                          "segment": encoding.segment_ids})
 
 
 def framing_note(tokenizer: WordPieceTokenizer) -> str:
-    """The sentence under step 1's paragraph (Markdown): this model's framing of a pair, read off a real encode of
+    """The sentence under the tokens step's paragraph (Markdown): this model's framing of a pair, read off a real encode of
     one (`views.losses.framing`), and its blank."""
     frame = " ".join(part if part in ("A", "B") else f"`{part}`" for part in walkthrough.framing(tokenizer).split(" "))
     typed = (f" (typing {MASK} works too)" if tokenizer.mask_token != MASK
@@ -168,7 +163,7 @@ def tokens(encoding: Encoding) -> Quiz:
                 f"text and {special} special ones that frame it.")
 
 
-# --- 5. The guess at [MASK], 7. the MLM loss ---------------------------------------------------------
+# --- The guess at [MASK], the MLM loss ---------------------------------------------------------------
 def first_mask(encoding: Encoding, tokenizer: WordPieceTokenizer) -> int:
     positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_id]
     if not positions:
@@ -245,7 +240,7 @@ def loss_panel(m: losses.MaskedPrediction) -> dict:
             "true_token": m.true_token, "p_true": m.p_true, "rank": m.rank}
 
 
-# --- 8. Next sentence prediction ---------------------------------------------------------------------
+# --- Next sentence prediction ------------------------------------------------------------------------
 def lowers(tokenizer: WordPieceTokenizer) -> bool:
     """Whether the tokenizer reads text in lower case: its own flag, or a normalizer that lower-cases."""
     return tokenizer.lowercase or (tokenizer.normalizer is not None and tokenizer.normalizer.normalize_str("A") == "a")
@@ -259,7 +254,7 @@ def spaced(text: str, tokenizer: WordPieceTokenizer) -> str:
 
 
 def written_note(tokenizer: WordPieceTokenizer) -> str:
-    """How step 8 writes both sentences B (`spaced`), in words: true of this model's tokenizer."""
+    """How the NSP step writes both sentences B (`spaced`), in words: true of this model's tokenizer."""
     case = ("in lower case, as this model reads them" if lowers(tokenizer) else
             "capitals as typed, since this model tells them from small letters")
     return f"Both are written alike: words and punctuation apart, one space between, {case}."

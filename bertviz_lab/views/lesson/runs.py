@@ -54,14 +54,14 @@ PROBE_TASKS = ("acceptability", "coherence")  # the built-in tasks with one labe
 PROBE_TRAIN, PROBE_DEV = 400, 200  # examples read: a few seconds for each model
 PRETRAINED, RANDOM = "the pretrained model", "random weights of the same shape"
 # Full fine-tuning of the shipped bertviz-mini (every weight trained, 200 steps; dev accuracy on all 400 dev
-# examples), pretrained and from random weights of the same shape: `python -m bench.finetune_gain`, 2026-11-25
+# examples), pretrained and from random weights of the same shape: `python -m bench.finetune_gain`
 # (docs/benchmarks.md, "What pretraining buys"). Measured for that model only: no other model is given a figure. The pretrained
 # run trains at lr 1e-4; the random start was given the better of 1e-4 and 5e-4, as a random init often wants more.
 SHIPPED_FULL_FINE_TUNING = {"acceptability": (0.935, 0.685), "coherence": (0.902, 0.550)}
 FULL_FINE_TUNING_LR, RANDOM_START_LRS = 1e-4, (1e-4, 5e-4)
 
 
-# --- 9. A short training run -------------------------------------------------------------------------
+# --- A short training run -------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def tiny_vocab_size() -> int:
     """The built-in corpus's vocabulary, which the tiny model learns to predict over."""
@@ -189,7 +189,7 @@ def frequency_note(held_out: list[Metrics], vocab_size: int) -> str:
             f"{last.loss:.2f} after {last.step} steps: {where}.")
 
 
-# --- 10. A linear probe, pretrained vs random weights ------------------------------------------------
+# --- A linear probe, pretrained vs random weights ------------------------------------------------
 @dataclass(frozen=True)
 class ProbeResult:
     task: str

@@ -1,9 +1,9 @@
-"""The lesson's two steps about a token's vector: its row of the embedding matrix (step 2), and the vectors the
-layers give it in context (step 11).
+"""The lesson's two steps about a token's vector: its row of the embedding matrix ("embeddings"), and the vectors
+the layers give it in context ("contextual").
 
-Step 2 asks which of four words has the embedding row nearest a word of the sentence, and says in words what
+"embeddings" asks which of four words has the embedding row nearest a word of the sentence, and says in words what
 the active model's embedding layer adds to that row (position, segment, a projection: the families differ).
-Step 11 compares one word in three sentences, two in one sense and one in another, by cosine within a layer:
+"contextual" compares one word in three sentences, two in one sense and one in another, by cosine within a layer:
 at layer 0, the embedding layer's output, a vector depends only on the token and where it stands; the class
 predicts where the same-sense pair is the closer one.
 """
@@ -18,6 +18,7 @@ import torch
 
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer_json import WORD_MARKERS
 from bertviz_lab.corpus import lexicon
 from bertviz_lab.errors import InputError
 from bertviz_lab.views.representations import neighbours as nv
@@ -30,10 +31,10 @@ FUNCTION_WORDS = frozenset("a an the this that on in at of to for from by with a
                            "they i you we his her its their my our your not".split())
 
 
-# --- 2. Embeddings -----------------------------------------------------------------------------------
+# --- Embeddings -----------------------------------------------------------------------------------
 def shown(token: str) -> str:
     """A vocabulary entry as the class reads it: without the marks of a word start (Ġ, ▁)."""
-    return token.lstrip("Ġ▁")
+    return token.lstrip("".join(WORD_MARKERS))
 
 
 def embedding_words(encoding: Encoding, tokenizer: WordPieceTokenizer) -> list[str]:
@@ -131,7 +132,7 @@ def embeddings(model: BertForPreTraining, tokenizer: WordPieceTokenizer,
             picks.reset_index(drop=True), nearest.head(8))
 
 
-# --- 11. Contextual vectors -------------------------------------------------------------------------
+# --- Contextual vectors -------------------------------------------------------------------------
 SAME, OTHER = "same sense (1 with 3)", "other sense (1 with 2)"  # the contextual step's two cosines
 CLOSER = {(True, True): "at layer 0 and at the last layer", (False, True): "at the last layer only",
           (True, False): "at layer 0 only", (False, False): "at neither"}  # (at layer 0, at the last) -> option

@@ -47,8 +47,7 @@ def mattered(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding:
     needs(model, "mlm")
     position = first_mask(encoding, tokenizer)
     top = vpr.predict_at(model, tokenizer, encoding, [position], vpr.ReadOptions(1)).masks[0].candidates[0]
-    case = case_for(model, encoding.ids, encoding.segment_ids, encoding.special_mask,
-                    Score(position, top.id, None, tokenizer.vocab_size), tokenizer.mask_id, tokenizer.pad_id)
+    case = case_for(model, tokenizer, encoding, Score(position, top.id, None, tokenizer.vocab_size))
     words = np.flatnonzero(case.removable)
     if not len(words):
         raise vpr.NothingMasked(f"the sentence has no word besides {tokenizer.mask_token}: type a sentence "

@@ -1,4 +1,4 @@
-"""The Losses step-by-step lesson: one training example of BERT, every number on the way.
+"""The Losses walkthrough: one training example of BERT, every number on the way.
 
 `walkthrough` masks a sentence (pair) from a seed with the rule of `masking.mask_tokens`
 (each non-special token picked with probability 15%, at least one; 80 / 10 / 10),
@@ -75,7 +75,7 @@ class Walkthrough:
     picked: list[PickedPosition]
     corrupted_ids: list[int]
     corrupted_tokens: list[str]
-    labels: list[int]  # original id at picked positions, -100 elsewhere
+    labels: list[int]  # original id at picked positions, losses.IGNORE_INDEX elsewhere
     shapes: dict[str, tuple[int, ...]]  # tensor shapes of the forward pass
     mlm: losses.MLMRecord
     nsp_true: NSPPath | None

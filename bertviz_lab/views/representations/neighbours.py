@@ -1,4 +1,4 @@
-"""Nearest neighbours and the geometry of the vectors (seed 001, exercise 2).
+"""Nearest neighbours and the geometry of the vectors (the academic manual, seed text 001, exercise 2).
 
 A `SentenceBank` is a few thousand corpus sentences encoded once per model: every word token's
 vector at every layer, unit length, in float16. A token of the learner's sentence is then

@@ -25,7 +25,8 @@ from bertviz_lab.bert.tokenizer import CLS, PAD, WordPieceTokenizer
 from bertviz_lab.errors import ConfigError, InputError
 from bertviz_lab.views import inputs
 
-# Seed 002's offline example, as typed there: two samples padded with 0s to 7 positions, vocab_size=100.
+# The BERT tutorial's offline example (seed text 002), as typed there: two samples padded with 0s to 7 positions,
+# vocab_size=100.
 SEED002_IDS = ((1, 5, 8, 9, 2, 0, 0), (1, 7, 6, 3, 4, 2, 0))
 SEED002_MASK = ((1, 1, 1, 1, 1, 0, 0), (1, 1, 1, 1, 1, 1, 0))
 SEED002_VOCAB = 100
@@ -98,7 +99,7 @@ def text_batch(tokenizer: WordPieceTokenizer, model: BertForPreTraining, lines: 
 
 
 def seed002_batch() -> Padded:
-    """Seed 002's ids and mask exactly; without its vocabulary, a token is shown as its id."""
+    """The BERT tutorial's ids and mask exactly (seed text 002); without its vocabulary, a token is shown as its id."""
     ids, mask = torch.tensor(SEED002_IDS), torch.tensor(SEED002_MASK)
     batch = inputs.Batch(ids, torch.zeros_like(ids), mask, tuple(int(n) for n in mask.sum(1)))
     tokens = tuple(tuple(f"id {i}" if m else PAD for i, m in zip(row, row_mask))
@@ -145,7 +146,7 @@ class ShapesView:
         return bool(np.allclose(self.weights[layer, head][:, :real], 1 / real, rtol=within, atol=0))
 
     def printout(self) -> str:
-        """Every shape as a printout; the last_hidden_state and pooler_output lines are seed 002's, verbatim
+        """Every shape as a printout; the last_hidden_state and pooler_output lines are seed text 002's, verbatim
         (a model without a pooler returns pooler_output=None, as Hugging Face's does)."""
         s = {name: f"torch.Size({list(shape)})" for name, shape in self.shapes.items()}
         L = self.layers

@@ -32,9 +32,9 @@ MAX_OWN = 500  # lines of the learner's own sentences searched
 TOO_FEW = "too few to tell"
 # The probe chart's lines: a column of `probe_table` -> its name in the legend (the Syntax page's and the notebook's).
 PROBE_CURVES = {"UUAS": "UUAS", "distance Spearman": "distance Spearman (DSpr)", "root accuracy": "root accuracy"}
-# The analysis's time, scaled from `python -m bench.syntax` (2026-12-01, 2 cores, load 0.8): the shipped model (4
-# layers, hidden 256) reads 1,200 sentences, trains its probes (on one thread) and scores agreement in 13 s, the
-# control as long again; twice that while another job ran. Scaled by the sentences and hidden states x their size.
+# The analysis's time, scaled from the shipped model's (4 layers, hidden 256: 1,200 sentences read, probes trained on
+# one thread, agreement scored; the control as long again) by the sentences and hidden states x their size. Measured
+# by python -m bench.syntax; figures in docs/benchmarks.md, "Syntax".
 BASE_SECONDS, BASE_SENTENCES, BASE_STATES, BASE_HIDDEN = 13.0, 1_200, 5, 256
 NO_MLM = ("Agreement is read from the masked-word guesses (p(right form) against p(wrong form) at the masked verb), "
           "and this model has no masked-language-model head.")

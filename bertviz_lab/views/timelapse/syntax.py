@@ -7,13 +7,11 @@ RUN/syntax.jsonl (the format: timelapse_syntax_records.py) as soon as it is meas
 checkpoints the file lacks (a running run's new ones) and a measurement cut short keeps what it finished. A shipped
 model keeps the file in history/ and has no checkpoints: the file is all there is.
 
-The settings (`Settings`): 400 sentences, 100 probe steps, 50 agreement pairs per attractor count. On the shipped
-model's shape (4 layers x 4 heads, hidden 256) one checkpoint takes about 5 s of one core, loading included (4.1-4.5
-s for `analyse`, nearly all of it the probes; 7.4-7.6 s with 200 probe steps), so the 13 or so a mini run keeps take
-about 65 s, two minutes where the machine is busy training. 100 probe steps gave the shipped model the UUAS of 200
-at every layer (best 0.92) and its untrained twin 0.62 for 0.63 (2026-11-26, 2 cores, one torch thread). Measuring
-takes `threads` torch threads (this thread's only): the page gives it its share of the cores (ui/shell/turns.py), since
-two threads on a 2-core machine that is also training spin: 78 s a checkpoint there, against 13 s with one.
+The settings (`Settings`): 400 sentences, 100 probe steps, 50 agreement pairs per attractor count: on the shipped
+model's shape (4 layers x 4 heads, hidden 256) a few seconds of one core a checkpoint, nearly all of it the probes,
+and 100 probe steps find the UUAS that 200 do. Measuring takes `threads` torch threads (this thread's only): the page
+gives it its share of the cores (ui/shell/turns.py), since two threads on a 2-core machine that is also training spin
+and take several times as long. Figures in docs/benchmarks.md, "Syntax".
 """
 
 from __future__ import annotations

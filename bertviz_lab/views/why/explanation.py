@@ -3,32 +3,41 @@ explained (a target word, optionally against a contrast word), every attribution
 their agreement, and the deletion curves that test them.
 
 `target_id` reads a word the way a learner types it ("mat", not "Ġmat" for RoBERTa); `why` runs every
-method; `deletion_for` runs the causal check (separately: it costs the most forwards); `rows` and `json_report`
-give the tables and the CLI's JSON. ELECTRA's discriminator guesses no words: its explained score is the
-replaced-token logit at a chosen token.
+method for what an `Ask` (views/why/ask.py) asks; `with_attention` shows its attention strip at another layer or
+head without running anything again; `deletion_for` runs the causal check (separately: it costs the most
+forwards); `rows` and `json_report` give the tables and the CLI's JSON, `titled` the figures' names. ELECTRA's
+discriminator guesses no words: its explained score is the replaced-token logit at a chosen token.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.bert.tokenizer import Encoding, WordPieceTokenizer
+from bertviz_lab.bert.tokenizer_json import WORD_MARKERS
 from bertviz_lab.errors import InputError
-from bertviz_lab.explain import checks
-from bertviz_lab.explain.methods import IG_STEPS, Case, Progress
+from bertviz_lab.explain import checks, methods
+from bertviz_lab.explain.methods import Case, Progress
 from bertviz_lab.explain.report import METHODS, Explanation, case_for, explain
 from bertviz_lab.explain.score import Score
 from bertviz_lab.views.predict.guesses import NothingMasked, Prediction, ReadOptions, predict_at
+from bertviz_lab.views.why.ask import Ask
 
 # The longest input explained: integrated gradients and occlusion grow with the square of the length, attention flow
 # (one maximum flow per token, explain/flow.py) faster still (a random BERT-base: 0.7 s at 32 tokens, 2.4 s at 64,
 # `python -m bench.flow`); past this, minutes.
 MAX_TOKENS = 128
-WORD_MARKERS = ("Ġ", "▁")  # how byte-level BPE (RoBERTa) and SentencePiece (XLM-R, ALBERT) mark a word's start
 TITLES = {key: method.title for key, method in METHODS.items()}
+SIGNED = {m.title: m.signed for m in METHODS.values()}  # by title: whether a strip is drawn on a diverging scale
+FROM_ATTENTION = {m.title for m in METHODS.values() if m.kind == "attention"}  # by title: the dashed deletion curves
+
+
+def titled(by_key: dict) -> dict:
+    """A dict keyed by METHODS key, keyed by each method's title instead: what the figures and tables name them."""
+    return {TITLES[key]: value for key, value in by_key.items()}
 
 
 @dataclass(frozen=True)
@@ -110,56 +119,64 @@ def top_guess(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding
     return predict_at(model, tokenizer, encoding, [masks[mask]], ReadOptions(1)).masks[0].candidates[0].id
 
 
-def why(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, *, mask: int = 0,
-        target: str | None = None, contrast: str | None = None, top_k: int = 5, layer: int = -1,
-        head: int | None = None, position: int | None = None, ig_steps: int = IG_STEPS,
+def why(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, ask: Ask | None = None,
         progress: Progress | None = None) -> Why:
-    """Explain the guess at the `mask`-th [MASK] (0-based): `target` (default: the top guess), against `contrast`
-    if given. For an ELECTRA discriminator, explain its replaced-token logit at token `position` instead."""
+    """Explain what `ask` asks (default: `Ask()`, the top guess at the first [MASK]): the guess at its `mask`-th
+    [MASK] (0-based), its `target` (default: the top guess), against its `contrast` if given. For an ELECTRA
+    discriminator, explain its replaced-token logit at token `ask.position` instead."""
+    ask = Ask() if ask is None else ask
     check_length(encoding, tokenizer)
-    masks = mask_positions(encoding, tokenizer)
     if model.has_rtd and not model.has_mlm:
-        return _why_replaced(model, tokenizer, encoding, masks, position, layer, head, ig_steps, progress)
-    ReadOptions(top_k).check(model, tokenizer)
+        return _why_replaced(model, tokenizer, encoding, ask, progress)
+    masks = mask_positions(encoding, tokenizer)
+    ReadOptions(ask.top_k).check(model, tokenizer)
     if not masks:
         raise NothingMasked(f"the text has no {tokenizer.mask_token}: write {tokenizer.mask_token} where the model "
                             "should guess a word; that guess is what gets explained")
-    if not 0 <= mask < len(masks):
-        raise InputError(f"there is no [MASK] #{mask + 1}: the text has {len(masks)}")
-    at = masks[mask]
-    guesses = predict_at(model, tokenizer, encoding, [at], ReadOptions(top_k))
-    target_index = guesses.masks[0].candidates[0].id if target is None or not target.strip() else \
-        target_id(tokenizer, target)
+    if not ask.mask < len(masks):
+        raise InputError(f"there is no [MASK] #{ask.mask + 1}: the text has {len(masks)}")
+    at = masks[ask.mask]
+    guesses = predict_at(model, tokenizer, encoding, [at], ReadOptions(ask.top_k))
+    target_index = target_id(tokenizer, ask.target) if ask.target.strip() else guesses.masks[0].candidates[0].id
     contrast_index = None
-    if contrast is not None and contrast.strip():
-        contrast_index = target_id(tokenizer, contrast, "contrast")
+    if ask.contrast.strip():
+        contrast_index = target_id(tokenizer, ask.contrast, "contrast")
         if contrast_index == target_index:
             raise InputError("the contrast word is the target itself: pick another word to compare against")
-    case, explanation = _explained(model, tokenizer, encoding, Score(at, target_index, contrast_index,
-                                                                     tokenizer.vocab_size), layer, head, ig_steps,
-                                   progress)
+    score = Score(at, target_index, contrast_index, tokenizer.vocab_size)
+    case, explanation = _explained(model, tokenizer, encoding, score, ask, progress)
     return Why(encoding, masks, at, guesses, tokenizer.id_to_token(target_index),
                None if contrast_index is None else tokenizer.id_to_token(contrast_index), explanation, case)
 
 
-def _explained(model, tokenizer, encoding, score: Score, layer: int, head: int | None, ig_steps: int,
+def _explained(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, score: Score, ask: Ask,
                progress: Progress | None) -> tuple[Case, Explanation]:
-    """Every method on `encoding` for `score`, the attention strip at `layer` and `head` (checked)."""
-    layer, head = _layer(model, layer), _head(model, head)
-    case = case_for(model, encoding.ids, encoding.segment_ids, encoding.special_mask, score, tokenizer.mask_id,
-                    tokenizer.pad_id)
-    return case, explain(case, encoding.tokens, layer=layer, head=head, ig_steps=ig_steps, progress=progress)
+    """Every method on `encoding` for `score`, the attention strip at `ask`'s layer and head (checked)."""
+    layer, head = _layer(model, ask.layer), _head(model, ask.head)
+    case = case_for(model, tokenizer, encoding, score)
+    return case, explain(case, encoding.tokens, layer=layer, head=head, ig_steps=ask.ig_steps, progress=progress)
 
 
-def _why_replaced(model, tokenizer, encoding, masks, position, layer, head, ig_steps, progress) -> Why:
+def _why_replaced(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding: Encoding, ask: Ask,
+                  progress: Progress | None) -> Why:
+    """The discriminator's replaced-token logit at `ask.position` (None: the first word), explained."""
     words = [i for i, special in enumerate(encoding.special_mask) if not special]
     if not words:
         raise InputError("the text has no words: type a sentence")
-    position = words[0] if position is None else position
+    position = words[0] if ask.position is None else ask.position
     if position not in words:
         raise InputError(f"token {position} is not a word of this text: pick one of tokens {words[0]} to {words[-1]}")
-    case, explanation = _explained(model, tokenizer, encoding, Score(position, None), layer, head, ig_steps, progress)
-    return Why(encoding, masks, position, None, "", None, explanation, case)
+    case, explanation = _explained(model, tokenizer, encoding, Score(position, None), ask, progress)
+    return Why(encoding, mask_positions(encoding, tokenizer), position, None, "", None, explanation, case)
+
+
+def with_attention(result: Why, layer: int, head: int | None) -> Why:
+    """`result` with its attention strip at `layer` (0-based) and `head` (None: the mean over heads), read from the
+    weights its explanation kept: the numbers `why` gives for an Ask with that layer and head, without another
+    forward, the gradients, integrated gradients or occlusion (a page that changes the layer runs nothing)."""
+    e = result.explanation
+    values = {**e.values, "attention": methods.attention(e.weights, result.position, layer, head)}
+    return replace(result, explanation=replace(e, values=values, layer=layer % e.weights.shape[0], head=head))
 
 
 def _layer(model: BertForPreTraining, layer: int) -> int:

@@ -1,4 +1,4 @@
-"""Seed 000's hand computations, redone exactly: the attention softmax and the MLM loss.
+"""The worked forward pass's hand computations (seed text 000), redone exactly: the attention softmax and the MLM loss.
 
 Pure functions (no streamlit) that return every intermediate step as a table, so a page can
 show the working. The figures the seeds printed are kept below as data, only to be compared
@@ -38,14 +38,14 @@ class Printed:
     totals: dict[str, str]  # a single figure (a sum, a loss) -> its printed value
 
 
-# As printed in seed 000, step 2 (attention of [MASK] at position 5). For comparison only.
+# As printed in seed text 000, step 2 (attention of [MASK] at position 5). For comparison only.
 SEED000 = cite("000", parens=False)  # "the worked forward pass, seed text 000": the printed columns' source
 SEED000_ATTENTION_PRINTED = Printed(
     SEED000,
     {"exp(score)": ("1.11", "6.05", "2.46", "1.49", "3.32", "1.00", "2.01", "1.11"),
      "weight": ("0.060", "0.326", "0.133", "0.080", "0.179", "0.054", "0.108", "0.060")},
     {"Σ exp": "18.55"})
-# As printed in seed 000, steps 3-4 (MLM head and loss); "1/6 ≈ 0.167" is its rounded uniform p.
+# As printed in seed text 000, steps 3-4 (MLM head and loss); "1/6 ≈ 0.167" is its rounded uniform p.
 SEED000_MLM_PRINTED = Printed(
     SEED000,
     {"exp(logit)": ("12.18", "1.35", "2.23", "1.11", "0.82", "1.65"),
@@ -135,7 +135,7 @@ def _per_token_columns(table: pd.DataFrame, printed: Printed) -> pd.DataFrame:
     return table
 
 
-# --- Softmax of attention scores (seed 000, step 2) ----------------------------------------------------------
+# --- Softmax of attention scores (seed text 000, step 2) -----------------------------------------------------
 SCORES_SCALED, SCORES_DOT = "scaled", "dot"  # what a learner's scores are: already ÷ √d_head, or plain q·k
 MAX_D_HEAD = 100_000
 
@@ -175,7 +175,7 @@ def softmax_table(labels, scores, printed: Printed | None = None, d_head: int | 
     """Each token's score, its exp, the sum and exp / sum = its attention weight.
 
     With `d_head`, `scores` are the plain dot products q·k and the table first divides them
-    by √d_head, as BERT does; without it they are taken as already divided (as seed 000 does).
+    by √d_head, as BERT does; without it they are taken as already divided (as seed text 000 does).
     """
     scores = np.asarray(scores, dtype=np.float64)
     if len(labels) != len(scores):
@@ -208,7 +208,7 @@ def _softmax_checks(table: pd.DataFrame, total: float, printed: Printed) -> pd.D
     return pd.DataFrame(rows)
 
 
-# --- MLM head: softmax over the vocabulary and the loss (seed 000, steps 3-4) --------------------------------
+# --- MLM head: softmax over the vocabulary and the loss (seed text 000, steps 3-4) ---------------------------
 @dataclass(frozen=True)
 class MlmLoss:
     table: pd.DataFrame  # word, logit, exp(logit), probability, true word?, printed columns when given

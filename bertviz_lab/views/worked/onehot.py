@@ -1,4 +1,5 @@
-"""Seed 001's worked example (section 8), redone exactly: one-hot attention with identity weights.
+"""The academic manual's worked example (seed text 001, section 8), redone exactly: one-hot attention with identity
+weights.
 
 Q, K and V are the embeddings themselves, so every step can be checked by hand; the seed
 skips BERT's 1/√d scaling, so each figure is computed both ways and compared with its print.
@@ -19,12 +20,12 @@ from bertviz_lab.views.worked.forward_pass import MAX_MAGNITUDE, Printed, decima
 SEED001_TOKENS = ("The", "cat", "sat")
 SEED001_EMBEDDINGS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 SEED001_QUERY = 1  # the seed counts from 1 and says "position 2": "cat"
-# As printed in seed 001, section 8 (softmax over [0, 1, 0], no 1/√d scaling; the output equals the weights).
+# As printed in seed text 001, section 8 (softmax over [0, 1, 0], no 1/√d scaling; the output equals the weights).
 SEED001_PRINTED = Printed(cite("001", parens=False), {"weight": ("0.2447", "0.5106", "0.2447"),
                                        "output": ("0.2447", "0.5106", "0.2447")}, {})
 
 
-# --- One-hot attention with identity weights (seed 001, section 8) --------------------------------------------
+# --- One-hot attention with identity weights (seed text 001, section 8) ---------------------------------------
 @dataclass(frozen=True)
 class TinyAttention:
     tokens: list[str]
@@ -57,7 +58,7 @@ def one_hot_attention(embeddings: pd.DataFrame, query_index: int, scale: bool) -
     """Single-head attention with W_Q = W_K = W_V = I: Q, K, V are the embeddings themselves.
 
     embeddings: a 'token' column and d number columns. Scores are q·k, divided by √d when `scale`
-    (as BERT does; seed 001 does not), then softmax, then the output is Σ weight × v.
+    (as BERT does; seed text 001 does not), then softmax, then the output is Σ weight × v.
     """
     tokens, e = embedding_matrix(embeddings)  # (N, d)
     if not 0 <= query_index < len(tokens):

@@ -1,4 +1,5 @@
-"""The Losses step-by-step engine: reproducible masking, losses equal to PyTorch's, one optimizer step."""
+"""The Losses walkthrough (views/losses/walkthrough.py) and its masking statistics (masking_stats.py): reproducible
+masking, losses equal to PyTorch's, one optimizer step, the 15 / 80 / 10 / 10 rule over many draws, its figures."""
 
 from __future__ import annotations
 
