@@ -19,8 +19,8 @@ from bertviz_lab.ui.shell.handout import record_table
 from bertviz_lab.ui.shell.models import active_model
 from bertviz_lab.ui.shell.state import Attention as K  # this page's session-state keys
 from bertviz_lab.ui.kit.tables import numbers, table_height
-from bertviz_lab.ui.kit.widgets import (chart, encode_or_stop, family_note, index_picker, plain, say,
-                                   sentence_inputs)
+from bertviz_lab.ui.kit.widgets import chart, encode_or_stop, family_note, index_picker, say, sentence_inputs
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views.attention import overview as ov
 

@@ -11,7 +11,8 @@ from bertviz_lab.ui.losses.walkthrough import F4, FREQUENCY_COLUMNS, STEPS, befo
 from bertviz_lab.ui.shell.models import active_model
 from bertviz_lab.ui.shell.router import end_page
 from bertviz_lab.ui.shell.state import Losses as K  # this page's session-state keys
-from bertviz_lab.ui.kit.widgets import chart, encode_or_stop, family_note, plain, say, sentence_inputs
+from bertviz_lab.ui.kit.widgets import chart, encode_or_stop, family_note, say, sentence_inputs
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.losses import walkthrough
 from bertviz_lab.views.losses import masking_stats
 

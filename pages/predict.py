@@ -15,7 +15,8 @@ from bertviz_lab.ui.predict.replaced import replaced_tokens
 from bertviz_lab.ui.shell.router import end_page
 from bertviz_lab.ui.shell.state import Predict as K  # this page's session-state keys
 from bertviz_lab.ui.kit.tables import number
-from bertviz_lab.ui.kit.widgets import encode_or_stop, family_note, plain, sentence_inputs
+from bertviz_lab.ui.kit.widgets import encode_or_stop, family_note, sentence_inputs
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views import inputs
 from bertviz_lab.views.predict import guesses as vpr
 

@@ -14,7 +14,8 @@ from bertviz_lab.ui.why import sections as ui_why
 from bertviz_lab.ui.shell.models import active_model
 from bertviz_lab.ui.shell.router import end_page
 from bertviz_lab.ui.shell.state import Why as K  # this page's session-state keys
-from bertviz_lab.ui.kit.widgets import encode_or_stop, family_note, plain, say, sentence_inputs
+from bertviz_lab.ui.kit.widgets import encode_or_stop, family_note, say, sentence_inputs
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.why import explanation as vw
 from bertviz_lab.views.why.ask import Ask
 

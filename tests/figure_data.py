@@ -23,5 +23,5 @@ def figures(at) -> list[dict]:
 
 
 def shown(markdown: str) -> str:
-    """Markdown as the page shows it: backslash escapes (widgets.plain) resolved, so \\<s\\> reads as <s>."""
+    """Markdown as the page shows it: backslash escapes (ui/shell/text.py's plain) resolved, so \\<s\\> reads as <s>."""
     return re.sub(r"\\(.)", r"\1", markdown)

@@ -41,7 +41,7 @@ from bertviz_lab.figures import worked as fw
 from bertviz_lab.metrics import EVAL, TRAIN, Metrics
 from bertviz_lab.ui.shell import handout
 from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_BROWSER = export.browser_path() is not None

@@ -16,7 +16,7 @@ from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.model import BertForPreTraining
 from bertviz_lab.figures import token_labels
 from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT, cached_checkpoint
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
 from bertviz_lab.views.attention import layer as lv

@@ -28,7 +28,7 @@ from bertviz_lab.ui.shell.models import DEFAULT_CHECKPOINT
 from bertviz_lab.views.finetune import classifier as vf
 from bertviz_lab.views.finetune import dev as fd
 from bertviz_lab.views.finetune.dev import MAX_WORDS
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "finetune.py")

@@ -15,7 +15,7 @@ from bertviz_lab.ui.kit import tables
 from bertviz_lab.views import inputs
 from bertviz_lab.views.losses import masking_stats
 from bertviz_lab.views.losses import walkthrough
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "losses.py")

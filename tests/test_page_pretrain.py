@@ -19,7 +19,7 @@ from bertviz_lab.metrics import EVAL, TRAIN
 from bertviz_lab.pretrain import records, runs
 from bertviz_lab.pretrain.config import TrainConfig
 from bertviz_lab.views.pretrain.live import AUTOCAST_WORDS, LABELS
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "pretrain.py")

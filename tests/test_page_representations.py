@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.corpus.senses import examples
 from bertviz_lab.ui.representations.vectors import set_lines
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.representations import neighbours as nv
 from bertviz_lab.views.representations.vectors import embedding_layer
 

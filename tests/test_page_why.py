@@ -194,7 +194,7 @@ def test_a_model_without_mlm_or_replaced_token_head_says_so(headless_checkpoint)
 def test_an_example_where_attention_and_occlusion_disagree_opens_with_its_numbers():
     """Picking a built-in example writes it into the sentence box, explains its top guess, and its note is the
     search's; the strips are then that sentence's."""
-    from bertviz_lab.ui.kit.widgets import plain
+    from bertviz_lab.ui.shell.text import plain
     from bertviz_lab.views.why.examples import examples
 
     at = page()
@@ -271,7 +271,7 @@ def assert_no_live_markup(at: AppTest) -> None:
 @pytest.mark.parametrize("field", ["why__target", "why__contrast"])
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_a_typed_word_in_an_error_is_shown_as_plain_text(field, payload):
-    from bertviz_lab.ui.kit.widgets import plain
+    from bertviz_lab.ui.shell.text import plain
 
     at = page(**{field: payload})
     (error,) = at.error

@@ -22,7 +22,7 @@ from bertviz_lab.figures import export
 from bertviz_lab.figures import finetune as ff
 from bertviz_lab.finetune import data as ft_data
 from bertviz_lab.figures import handout as fh
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "finetune.py")
 HOSTILE = ['=HYPERLINK("http://x","y")', "+cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "\tX", "\rX"]

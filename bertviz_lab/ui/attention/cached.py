@@ -18,7 +18,8 @@ from bertviz_lab.ui.shell.handout import record_table
 from bertviz_lab.ui.shell.models import ModelKey, model_key
 from bertviz_lab.ui.shell.state import Attention as K
 from bertviz_lab.ui.kit.tables import numbers, table_height
-from bertviz_lab.ui.kit.widgets import chart, plain, say
+from bertviz_lab.ui.kit.widgets import chart, say
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views.attention import layer as lv
 from bertviz_lab.views.attention import overview as ov

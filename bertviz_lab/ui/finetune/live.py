@@ -30,7 +30,8 @@ from bertviz_lab.ui.kit.runs import RunPage, curves_of, may_start
 from bertviz_lab.ui.shell.state import SHIPPED
 from bertviz_lab.ui.shell.state import Finetune as K
 from bertviz_lab.ui.kit.tables import percents, points
-from bertviz_lab.ui.kit.widgets import chart, plain, say, say_field
+from bertviz_lab.ui.kit.widgets import chart, say, say_field
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.finetune import classifier as vf
 from bertviz_lab.views.finetune import dev as fd
 

@@ -26,7 +26,8 @@ from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.models import cached_checkpoint, device_name, shown
 from bertviz_lab.ui.shell.state import Finetune as K
 from bertviz_lab.ui.kit.tables import number, percents, table_height
-from bertviz_lab.ui.kit.widgets import chart, plain, say
+from bertviz_lab.ui.kit.widgets import chart, say
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.finetune import classifier as vf
 from bertviz_lab.views.finetune import dev as fd
 

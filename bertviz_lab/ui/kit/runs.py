@@ -23,7 +23,7 @@ from bertviz_lab.ui.shell import classroom as ui_classroom
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.models import try_load
 from bertviz_lab.ui.shell.state import Model, RunKeys
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.pretrain import live as vp
 
 REFRESH_S = 1.5  # the live panel's refresh interval while a run trains

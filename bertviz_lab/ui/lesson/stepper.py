@@ -30,7 +30,8 @@ from bertviz_lab.ui.shell import once
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.models import ModelKey, model_key
 from bertviz_lab.ui.shell.state import Lesson as K
-from bertviz_lab.ui.kit.widgets import chart, plain
+from bertviz_lab.ui.kit.widgets import chart
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views import inputs
 from bertviz_lab.views.predict import guesses as vpr
 from bertviz_lab.views.lesson import questions as vl

@@ -28,7 +28,8 @@ from bertviz_lab.ui.lesson import stepper as ui_lesson
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.state import Lesson as K
 from bertviz_lab.ui.kit.tables import by_position, number, numbers
-from bertviz_lab.ui.kit.widgets import chart, plain
+from bertviz_lab.ui.kit.widgets import chart
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import head_steps as vlh

@@ -13,7 +13,8 @@ from bertviz_lab.seeds import cite
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.state import Losses as K
 from bertviz_lab.ui.kit.tables import by_position, number
-from bertviz_lab.ui.kit.widgets import chart, plain, segments_help
+from bertviz_lab.ui.kit.widgets import chart, segments_help
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.losses import walkthrough
 
 F4, F6 = number("%.4f"), number("%.6f")

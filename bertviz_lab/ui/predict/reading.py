@@ -8,7 +8,7 @@ import streamlit as st
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.bert.tokenizer import Encoding
 from bertviz_lab.ui.shell.models import BOX
-from bertviz_lab.ui.kit.widgets import plain
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.predict.guesses import MaskReport, share
 from bertviz_lab.views.predict.reading import MANY_PIECES, listed, reading
 

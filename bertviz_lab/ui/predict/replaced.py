@@ -12,7 +12,8 @@ import streamlit as st
 from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.figures.predictions import replaced_bars
 from bertviz_lab.ui.kit.tables import number
-from bertviz_lab.ui.kit.widgets import chart, encode_or_stop, family_note, plain
+from bertviz_lab.ui.kit.widgets import chart, encode_or_stop, family_note
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.predict import guesses as vpr
 
 COLUMNS = {"p(replaced)": st.column_config.ProgressColumn("p(replaced)", format="%.4f", min_value=0, max_value=1),

@@ -21,7 +21,8 @@ from bertviz_lab.seeds import cite
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.models import ModelKey, model_key
 from bertviz_lab.ui.shell.state import Shapes as K  # this tab's session-state keys
-from bertviz_lab.ui.kit.widgets import chart, index_picker, plain
+from bertviz_lab.ui.kit.widgets import chart, index_picker
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.representations import shapes as vsh
 
 SOURCES = {"text": "Your sentences", "seed002": f"The batch of {cite('002')}"}

@@ -21,7 +21,8 @@ from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.models import ModelKey, model_key
 from bertviz_lab.ui.shell.state import Representations as K
 from bertviz_lab.ui.kit.tables import numbers, table_height
-from bertviz_lab.ui.kit.widgets import MAX_CHARS, chart, plain, say
+from bertviz_lab.ui.kit.widgets import MAX_CHARS, chart, say
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views import inputs
 from bertviz_lab.views.representations import vectors as rv
 from bertviz_lab.views.representations.vectors import embedding_layer

@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 
 from bertviz_lab.files import SHIPPED
-from bertviz_lab.ui.shell.checks import FORGET, nearest, one_of, some_of, span
+from bertviz_lab.ui.shell.state_checks import FORGET, nearest, one_of, some_of, span
 from bertviz_lab.views.finetune import classifier as vf
 from bertviz_lab.views import forms
 from bertviz_lab.views.lesson import steps as vls

@@ -31,7 +31,8 @@ from bertviz_lab.ui.shell.handout import record_table
 from bertviz_lab.ui.shell.models import model_key
 from bertviz_lab.ui.shell.state import Syntax as K
 from bertviz_lab.ui.kit.tables import number, percents, table_height
-from bertviz_lab.ui.kit.widgets import chart, plain
+from bertviz_lab.ui.kit.widgets import chart
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.syntax import analysis as vs
 
 SIZES = (100, 300, 600, 1_200)  # the story world's sentences read: fewer run faster, with noisier numbers

@@ -17,7 +17,8 @@ from bertviz_lab.ui.shell.models import ModelKey, model_key
 from bertviz_lab.ui.shell.state import Syntax as K
 from bertviz_lab.ui.syntax.analysis import Source, needs
 from bertviz_lab.ui.kit.tables import numbers, table_height
-from bertviz_lab.ui.kit.widgets import chart, plain
+from bertviz_lab.ui.kit.widgets import chart
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.syntax import analysis as vs
 
 

@@ -24,7 +24,8 @@ from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell import turns
 from bertviz_lab.ui.shell.state import SHIPPED
 from bertviz_lab.ui.shell.state import TimeLapse as K
-from bertviz_lab.ui.kit.widgets import chart, plain
+from bertviz_lab.ui.kit.widgets import chart
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.timelapse import history as vt
 from bertviz_lab.views.timelapse import syntax as vts
 

@@ -30,7 +30,8 @@ from bertviz_lab.ui.shell.handout import record_table
 from bertviz_lab.ui.shell.models import model_key
 from bertviz_lab.ui.shell.state import Why as K
 from bertviz_lab.ui.kit.tables import number, numbers, table_height
-from bertviz_lab.ui.kit.widgets import chart, plain
+from bertviz_lab.ui.kit.widgets import chart
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.predict import guesses as vpr
 from bertviz_lab.views.why import explanation as vw
 from bertviz_lab.views.why import examples as why_examples

@@ -14,7 +14,8 @@ from bertviz_lab.seeds import cite
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.state import Worked as K
 from bertviz_lab.ui.kit.tables import MAX_ROWS_IN_FULL, number
-from bertviz_lab.ui.kit.widgets import chart, plain
+from bertviz_lab.ui.kit.widgets import chart
+from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.worked import onehot
 from bertviz_lab.views.worked import forward_pass as worked
 
