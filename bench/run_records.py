@@ -5,8 +5,8 @@ Builds one run folder in a temp dir: run.json (the shipped bertviz-mini's traini
 (train records of every step, an evaluation every 250, 200 MB) and snapshots.jsonl (the shipped history's
 first line again and again with its step changed, 200 MB). Each measurement runs in a fresh Python process
 (the modules imported first, so their memory is not counted):
-  - pretrain: what the Pretrain page reads for a run's curves (views.pretrain.read_curves, records.metrics_note)
-  - timelapse: what the Time-lapse page reads (views.timelapse.from_run: curves and frames)
+  - pretrain: what the Pretrain page reads for a run's curves (views.pretrain.live.read_curves, records.metrics_note)
+  - timelapse: what the Time-lapse page reads (views.timelapse.history.from_run: curves and frames)
 first load, then 5 metrics lines (and for timelapse 1 snapshot) appended and the same call again. Memory:
 the growth of the process's peak RSS (ru_maxrss) over the load, and, in a second process, the peak that
 tracemalloc sees (Python's allocations only). `--before` also runs the code of git HEAD~N (the reader

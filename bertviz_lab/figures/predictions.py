@@ -1,7 +1,7 @@
 """Figures of the Mask & predict page: top-k bars for one mask, and entropy per mask.
 
-Both take table rows (a DataFrame or a list of dicts, as `views.predict.candidate_rows`
-and `views.predict.mask_rows` return them) so a chart always shows the numbers of the
+Both take table rows (a DataFrame or a list of dicts, as `views.predict.guesses.candidate_rows`
+and `views.predict.guesses.mask_rows` return them) so a chart always shows the numbers of the
 table next to it. Tokens are HTML-escaped: plotly renders some HTML in labels.
 """
 
@@ -75,7 +75,7 @@ def confidence_strip(rows: pd.DataFrame | list[dict], max_entropy: float, title:
 def replaced_bars(rows: pd.DataFrame | list[dict], title: str | None = None) -> go.Figure:
     """ELECTRA's discriminator: each token's probability of having been replaced, in sentence order.
 
-    rows: columns "position", "token" and "p(replaced)" (as `views.predict.replaced_rows` returns them).
+    rows: columns "position", "token" and "p(replaced)" (as `views.predict.guesses.replaced_rows` returns them).
     """
     table = pd.DataFrame(rows)
     labels = [f"{p} · {html.escape(str(t))}" for p, t in zip(table["position"], table["token"])]

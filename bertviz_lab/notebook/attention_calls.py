@@ -88,8 +88,8 @@ def layer_steps(lab, text: str, layer: int = 0, query: int | str | None = None, 
     Post-LN, as in the original BERT: the heads' contexts are concatenated (c), projected by W_O and added to the
     input x, then LayerNorm; the feed-forward network widens, applies its activation, narrows, adds its input and
     normalises again (orange bars: just normalised). Recomputed in float64 from the model's weights; the last step
-    equals the model's own hidden state for this layer and token to rounding (views.layer.layer_steps says by how
-    much, with every vector's first entries). `query` as in `softmax_steps`.
+    equals the model's own hidden state for this layer and token to rounding (views/attention/layer.py's layer_steps
+    says by how much, with every vector's first entries). `query` as in `softmax_steps`.
     """
     lab = lab_of(lab)
     view = _view(lab, text, text_b, heads_off)

@@ -1,6 +1,7 @@
-"""What each page shows, as plain records (numpy arrays, DataFrames, dataclasses of numbers):
-inputs.py (text -> encoding -> one forward), predict.py (Mask & predict), attention.py and layer.py
-(Attention: the heads, then the rest of the layer), losses.py and masking_stats.py (Losses step by
-step), worked.py and onehot.py (Worked examples), sizes.py (the BERT family's sizes, on Home),
-probe.py and pretrain.py (Pretrain live).
-No Streamlit here: pages draw these records with figures/ and ui/."""
+"""What each page shows, as plain records (numpy arrays, DataFrames, dataclasses of numbers), one folder per feature:
+attention/ (every head, the rest of the layer, long inputs), finetune/, lesson/ (the Lesson's steps in one list,
+steps.py), losses/, predict/ (Mask & predict), pretrain/ (Pretrain live), representations/, syntax/, timelapse/,
+why/ (Why this guess?) and worked/ (Worked examples); under them all inputs.py (text -> encoding -> one forward),
+forms.py (new-run forms described once) and sizes.py (the BERT family's sizes, on Home).
+No Streamlit here: pages draw these records with figures/ and ui/; the layers inside are pyproject.toml's contract
+("views/: lesson -> composite features -> base features -> inputs, forms, sizes")."""

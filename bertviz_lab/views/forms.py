@@ -1,6 +1,6 @@
 """A new-run form described once, without Streamlit: each field with its kind, label, help, default, step,
-bounds and the grid it is drawn in. The Pretrain live form is `views.pretrain.FORM`, the Fine-tune form
-`views.finetune.FORM`; `ui/kit/forms.py` draws a widget of each field's kind from this description, and
+bounds and the grid it is drawn in. The Pretrain live form is `views.pretrain.live.FORM`, the Fine-tune form
+`views.finetune.classifier.FORM`; `ui/kit/forms.py` draws a widget of each field's kind from this description, and
 `ui/shell/state.py` gives each field its session key ("<page>.<field>").
 
 A field is declared through the function of its kind (`whole`, `shape`, `decimal`, `choice`, `toggle`,

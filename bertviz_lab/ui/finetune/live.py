@@ -1,10 +1,10 @@
-"""What only the Fine-tune page draws: the new-run form (described in `views.finetune.FORM`, drawn by
+"""What only the Fine-tune page draws: the new-run form (described in `views.finetune.classifier.FORM`, drawn by
 ui/kit/forms.py) with its task picker and class demo button, the live panel's metrics and curves, and the overlay of
 runs with what they show. The run picker, the live panel's frame, Stop / Resume / Delete / Use this model and the
 overlay box are the run pages' shared library (ui/kit/runs.py), set up for this page by `RUNS`.
 
 Runs live on disk and are started, stopped and deleted by the run machinery (`finetune.runs`,
-`pretrain.runs`), exactly as on the Pretrain live page; what is shown comes from `views.finetune`.
+`pretrain.runs`), exactly as on the Pretrain live page; what is shown comes from views/finetune/.
 The chosen run's results (dev set, Try it, before and after) are in `ui/finetune/results.py`.
 """
 

@@ -3,7 +3,7 @@ the dev set (accuracy, confusion matrix, the examples it still gets wrong), "Try
 sentence, and the dev set as the classifier sees it before and after fine-tuning.
 
 Every result is cached per (checkpoint folder, its weights file's mtime, device) and shared by every
-session; the model it started from is rebuilt once per run (`views.finetune_dev.initial_model`).
+session; the model it started from is rebuilt once per run (`views.finetune.dev.initial_model`).
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""The Lesson page: the stepper and predict-then-reveal, and how each step draws."""
+"""The Lesson page: the stepper, predict-then-reveal and the class's live runs (stepper.py), and how each step draws,
+one renderer bound to each step's id (steps.py)."""

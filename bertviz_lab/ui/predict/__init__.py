@@ -1,1 +1,1 @@
-"""Mask & predict: what BERT reads, and ELECTRA's discriminator."""
+"""Mask & predict: what BERT reads (reading.py), and ELECTRA's discriminator (replaced.py)."""

@@ -1,4 +1,4 @@
-"""What only the Pretrain live page draws: the new-run form (described in `views.pretrain.FORM`, drawn by
+"""What only the Pretrain live page draws: the new-run form (described in `views.pretrain.live.FORM`, drawn by
 ui/kit/forms.py) with where its text comes from, the live panel's metrics, curves and probe sentence, and the table
 of past runs. The run picker, the live panel's frame, Stop / Resume / Delete / Use this model and the overlay box
 are the run pages' shared library (ui/kit/runs.py), set up for this page by `RUNS`.
@@ -60,7 +60,7 @@ def run_form(active: int) -> runs.RunInfo | None:
 
 
 def form_config(kind: str) -> vp.NewRun:
-    """The form's values, read from the session, as a validated new run (see `views.pretrain.form_config`)."""
+    """The form's values, read from the session, as a validated new run (see `views.pretrain.live.form_config`)."""
     values = ui_forms.values(K.FORM)
     del values["name"]  # the run's, not a setting
     values["nsp"] = bool(values["nsp"])

@@ -1,9 +1,9 @@
 """Projector view: one switch that makes the app readable from the back of a room at 1024 x 768.
 
 Text, tokens, tables and charts get larger and darker (black on white, captions no longer grey), the
-page uses the whole width, and the sidebar folds away: the page menu moves to the top bar and a small
-toolbar at the top of the page holds "Share" and "Leave projector view". The folded sidebar still
-opens with its arrow, so every control keeps working. The switch is remembered in the link
+page uses the whole width, and the sidebar folds away: the page menu moves to the top bar (a dropdown per
+section) and a small toolbar at the top of the page holds "Share" and "Leave projector view". The folded sidebar
+still opens with its arrow, so every control keeps working. The switch is remembered in the link
 (`?projector=1`), so a reload keeps it; links shared from it leave it out (ui/shell/share.py).
 """
 

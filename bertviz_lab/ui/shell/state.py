@@ -38,7 +38,7 @@ class Key:
 
 @dataclass(frozen=True)
 class Sentences:
-    """The keys of one page's sentence inputs (`ui.widgets.sentence_inputs`), and the serial number of the
+    """The keys of one page's sentence inputs (`ui.kit.widgets.sentence_inputs`), and the serial number of the
     learner's sentence (`Yours.SENTENCE`) the page last showed (None: not drawn yet in this session)."""
     text_a: Key
     pair: Key
@@ -124,7 +124,7 @@ class Classroom:
 
 
 class Yours:  # the sentence the learner typed last on a page with sentence inputs (ui/kit/yours.py)
-    SENTENCE = Key("yours.sentence")  # ui.yours.Typed, or None before the learner types
+    SENTENCE = Key("yours.sentence")  # ui.kit.yours.Typed, or None before the learner types
 
 
 class Model:
@@ -266,7 +266,7 @@ class Pretrain:
 class Finetune:
     TASK = Key("finetune.task", "coherence")  # a built-in task, or CSV (the learner's file)
     UPLOAD = Key("finetune.upload")
-    FORM = FormKeys("finetune", vf.FORM, TASK)  # start (a views.finetune.Start's label), weights, mode, numbers
+    FORM = FormKeys("finetune", vf.FORM, TASK)  # start (a vf.Start's label), weights, mode, numbers
     GO = Key("finetune.go")
     RUNS = RunKeys("finetune")
     TAB = Key("finetune.tab", None, one_of)  # the open tab of the chosen run's results; None: the first
@@ -339,7 +339,8 @@ class Lesson:
     SENSE_C = Key("lesson.sense_c", "the ducks sat on the bank of the river .")  # sentence 1's sense again
     GUESSES = {step.id: Key(f"lesson.guess.{step.id}") for step in vls.STEPS}  # step id -> the class's guess
     REVEAL = Key("lesson.reveal")  # each step's Reveal button is this name + "." + the step's id
-    ANSWERS = Key("lesson.answers", {})  # step id -> views.lesson.Answered; replaced whole, never changed in place
+    # step id -> views/lesson/questions.py's Answered; replaced whole, never changed in place
+    ANSWERS = Key("lesson.answers", {})
     TRAINING = Key("lesson.training")  # the short training run: (seed, train records, held-out records)
     RETRAIN = Key("lesson.retrain")
     INPUTS = (MASKED, TRUE_WORD, WORD, ATTENTION, HEAD, NSP_A, NSP_B, TASK, SENSE_WORD, SENSE_A, SENSE_B, SENSE_C,

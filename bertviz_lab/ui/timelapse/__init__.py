@@ -1,1 +1,1 @@
-"""The Time-lapse page: the player, the role chart, the diff, and syntax as it forms."""
+"""The Time-lapse page: the player, the role chart and the diff (player.py), and syntax as it forms (syntax.py)."""

@@ -1,1 +1,1 @@
-"""The Why-this-guess page's sections."""
+"""The Why-this-guess page's computations and sections, and its hand-off from other pages (sections.py)."""

@@ -1,1 +1,2 @@
-"""The Attention page's numbers: every head of one traced forward pass, the rest of the layer, long inputs."""
+"""The Attention page's numbers: every head of one traced forward pass (explorer.py), the rest of the layer
+(layer.py), long inputs (overview.py)."""

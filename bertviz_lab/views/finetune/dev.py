@@ -258,7 +258,7 @@ class Outcome:
     """One run of an overlay: where its dev accuracy started and ended, against its task's chance."""
     legend: str
     task: str  # the built-in task's name or the CSV's
-    start: str  # views.finetune.start_kind: random, pretrained with / without NSP, pretrained
+    start: str  # views.finetune.classifier.start_kind: random, pretrained with / without NSP, pretrained
     first: tuple[int, float]  # (step, dev accuracy) of the first evaluation
     last: tuple[int, float]
     chance: Chance

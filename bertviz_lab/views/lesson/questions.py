@@ -148,7 +148,7 @@ def token_rows(encoding: Encoding) -> pd.DataFrame:
 
 def framing_note(tokenizer: WordPieceTokenizer) -> str:
     """The sentence under the tokens step's paragraph (Markdown): this model's framing of a pair, read off a real encode of
-    one (`views.losses.framing`), and its blank."""
+    one (`views.losses.walkthrough.framing`), and its blank."""
     frame = " ".join(part if part in ("A", "B") else f"`{part}`" for part in walkthrough.framing(tokenizer).split(" "))
     typed = (f" (typing {MASK} works too)" if tokenizer.mask_token != MASK
              and tokenizer.mask_id in tokenizer.encode(f"a {MASK} .").ids else "")

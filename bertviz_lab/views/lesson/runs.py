@@ -5,7 +5,7 @@
 comes; `start_loss` asks where the loss starts, and `frequency_note` sets where it ends against a guess by the
 corpus's token frequencies alone, on the same held-out masks. The run's settings are `TINY`, a TrainConfig
 (`tiny_config` adds the seed and the threads). `compare_probes` reads a built-in fine-tuning task with the
-active model and with random weights of the same shape (`views.shapes.random_model`), each word-averaged
+active model and with random weights of the same shape (`views.representations.shapes.random_model`), each word-averaged
 last-layer vector a fixed feature, and trains a linear probe on each (finetune/linear_probe.py's logistic
 regression): the feature-based approach, the encoder frozen, as the Fine-tune page's linear probe does, in
 miniature. Two accuracies closer than two standard errors of their difference count as a tie (`tie_band`). Both

@@ -26,14 +26,14 @@ from bertviz_lab.views.lesson.vector_steps import shown
 class Mattered:
     """Per removable word (in sentence order): its label, what hiding it does to the score, its attention."""
 
-    labels: list[str]  # as the class picks them (views.lesson.token_options)
+    labels: list[str]  # as the class picks them (views.lesson.questions.token_options)
     drop: np.ndarray  # (W,) occlusion: F(x) - F(x with the word masked); F the top guess's logit
     weight: np.ndarray  # (W,) last-layer attention from the mask, mean over heads
     guess: str  # the top guess explained
     mask: str  # the model's mask token
 
     @property
-    def occluded(self) -> str:  # the first of equal values, as views.why.strongest takes it
+    def occluded(self) -> str:  # the first of equal values, as views.why.explanation.strongest takes it
         return self.labels[int(np.argmax(self.drop))]
 
     @property

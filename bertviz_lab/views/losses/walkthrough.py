@@ -7,7 +7,7 @@ board: picked positions, the action at each, logits -> softmax -> p(true) -> -lo
 (from `losses.mlm_loss`), L_MLM as mean and as sum, the NSP path for the true pair
 and for a random second sentence, and the total. `optimizer_step` takes one step on
 a copy of the model and reports the loss before and after. The rule checked over
-many draws is in `masking_stats`. Plain records out: no torch.
+many draws is in views/losses/masking_stats.py. Plain records out: no torch.
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""Mask & predict: the model's guesses at every [MASK], and what the model reads of the text."""
+"""Mask & predict: the model's guesses at every [MASK] (guesses.py), and what the model reads of the text
+(reading.py)."""

@@ -1,1 +1,1 @@
-"""Pretrain live: the new-run form, a run's progress and curves, and its probe sentence."""
+"""Pretrain live: the new-run form, a run's progress and curves (live.py), and its probe sentence (probe.py)."""

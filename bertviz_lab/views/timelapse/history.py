@@ -1,7 +1,7 @@
 """The time-lapse of a run: its snapshots as frames to scrub through, and what changed between them.
 
 A run's frames are the records of RUN/snapshots.jsonl (see pretrain/snapshots.py), one per
-checkpoint step, each a `Frame` (timelapse_frames.py); a run from before snapshots existed gets them
+checkpoint step, each a `Frame` (views/timelapse/frames.py); a run from before snapshots existed gets them
 from the checkpoints it kept. The shipped model's history is the same two files in its folder's history/,
 written by the run that trained it. Records are data from a file: a frame whose shapes do not add up, or
 that is not of the model's shape (its run.json or config.json), is left out, with a note.

@@ -3,7 +3,7 @@
 For each kept checkpoint (RUN/checkpoints/step-NNNNNN/, in step order) a quick `analyse` on one fixed sample of the
 story world, without the random-weights control (step 0 is the untrained model): the structural probe at every
 layer, the head that follows each relation best, and agreement across attractors. Each step's record goes into
-RUN/syntax.jsonl (the format: timelapse_syntax_records.py) as soon as it is measured, so a rerun measures only the
+RUN/syntax.jsonl (the format: views/timelapse/syntax_file.py) as soon as it is measured, so a rerun measures only the
 checkpoints the file lacks (a running run's new ones) and a measurement cut short keeps what it finished. A shipped
 model keeps the file in history/ and has no checkpoints: the file is all there is.
 

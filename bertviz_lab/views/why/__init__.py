@@ -1,1 +1,2 @@
-"""Why this guess?: the request, every attribution method per token, their agreement and the causal check."""
+"""Why this guess?: the request (ask.py's `Ask`), every attribution method per token, their agreement and the causal
+check (explanation.py), and the sentences where attention and occlusion disagree most (examples.py, over found.py)."""
