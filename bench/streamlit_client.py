@@ -6,7 +6,7 @@ script with these widget values) and the server answers with `ForwardMsg`s (the 
 without ten Chromium renderers taking the cores that the server needs: in a classroom every student's
 browser runs on the student's own machine. It reads what a page shows (code blocks, tables, alerts,
 exceptions) from the elements themselves. What the browser does after that (drawing) is not measured here;
-`bench.classroom_load --driver browser` and `tests/test_load.py` drive real Chromium too. The websocket
+`bench.classroom_load --driver browser` and `tests/ui/shell/test_load.py` drive real Chromium too. The websocket
 library is `websockets`, which Streamlit itself requires.
 """
 

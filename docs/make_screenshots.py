@@ -32,9 +32,10 @@ PAGES = [("home", ""), ("predict", "predict"), ("attention", "attention"), ("why
 # Pages that show runs, from the runs folder ($BERTVIZ_RUNS or runs/): (file name, page path, the run kind);
 # skipped when that folder has no finished run of that kind (start one on the page first).
 RUN_PAGES = [("pretrain", "pretrain", "pretrain"), ("finetune", "finetune", "finetune")]
-# Close-ups of one section of a page: (file name, page path, the section's subheader). The section
-# runs from its subheader to the last chart on the page, so it must be the page's last section.
-SECTIONS = [("attention_layer", "attention", "After attention: the rest of the layer for this query")]
+# Close-ups of one section of a page: (file name, page path, the tab that holds it, the section's subheader). The
+# section runs from its subheader to the last chart on the page, so it must be the page's last section.
+SECTIONS = [("attention_layer", "attention", "The rest of the layer",
+             "After attention: the rest of the layer for this query")]
 # Close-ups of a runs page's overlay, every finished run of the kind picked: (file name, page path, kind,
 # the section's subheader, the multiselect's label). Skipped without two finished runs.
 OVERLAYS = [("finetune_compare", "finetune", "finetune", "Compare runs", "Overlay runs")]
@@ -80,10 +81,12 @@ def main(only: list[str] | None = None) -> None:
             pick(page, label, finished)
             section(page, heading, DOCS / f"{name}.png")
             print("wrote", DOCS / f"{name}.png")
-        for name, path, heading in SECTIONS:
+        for name, path, tab, heading in SECTIONS:
             if only and name not in only:
                 continue
             open_page(page, url, path)
+            page.get_by_role("tab", name=tab).click()
+            wait_idle(page)
             section(page, heading, DOCS / f"{name}.png")
             print("wrote", DOCS / f"{name}.png")
         if not only or "timelapse_gif" in only:
@@ -97,7 +100,7 @@ def main(only: list[str] | None = None) -> None:
 
 def lesson(page, url: str, path: Path) -> None:
     """The Lesson at its [MASK] step, after the class guessed "mat" and pressed Reveal."""
-    open_page(page, url, "lesson?step=5")
+    open_page(page, url, "lesson?step=guess")
     page.locator('[data-testid="stButtonGroup"]').get_by_text("mat", exact=True).click()  # the guess (pills)
     wait_idle(page)
     page.get_by_role("button", name="Reveal").click()
@@ -152,10 +155,11 @@ def section(page, heading: str, path: Path, pad: int = 16) -> None:
     """Scroll `heading` to the top and save the strip from it down to the page's last chart."""
     title = page.get_by_role("heading", name=heading)
     title.evaluate("e => e.scrollIntoView({block: 'start'})")  # the app scrolls inside its main container
-    page.wait_for_selector(CHART, timeout=30_000)
+    shown = page.locator('[data-testid="stPlotlyChart"]:visible')  # a page's other tabs hold charts too
+    shown.last.wait_for(timeout=30_000)
     page.wait_for_timeout(500)
     top, main = title.bounding_box(), page.locator(MAIN).bounding_box()
-    last = page.locator('[data-testid="stPlotlyChart"]').last.bounding_box()
+    last = shown.last.bounding_box()
     y0, y1 = max(top["y"] - pad, 0), last["y"] + last["height"] + pad
     page.screenshot(path=str(path), clip=dict(x=main["x"], y=y0, width=main["width"], height=y1 - y0))
 

@@ -9,76 +9,9 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from bertviz_lab.bert.checkpoint import save_checkpoint
 from bertviz_lab.bert.config import BertConfig
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
-
-WORDS = ("the a cat cats dog sat on mat rug bank river money deposit went to i it was tired animal "
-         "did not cross street because . , ? ! rain city food delicious love natural language processing "
-         "play ##ing ##ed ##s un ##believ ##able and he she they").split()
-
-
-# Where the tests run the lab: the CPU. The lab's own default device is "auto" (the sidebar's picker, the CLI's
-# --device, a run's config), which is CUDA on a machine with a GPU; the tests' expected numbers are computed on the
-# CPU, at tolerances (and bit-for-bit comparisons of two runs) that only hold on one device. So every page a test
-# opens has the picker on the CPU (app_test, open_page), every lab command a test starts sees no GPU (no_gpu_env,
-# installed_env, tests/browser/harness.py's server), in-process CLI calls, trainers and runs are given `--device cpu`
-# / device="cpu", and lab code with no device to choose runs as on a machine without a GPU (without_a_gpu).
-# tests/test_cuda.py runs the lab on a GPU on purpose, naming the device itself.
-TEST_DEVICE = "cpu"
-NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # a child process's torch then sees no CUDA GPU: "auto" is the CPU
-
-
-def app_test(script, timeout: int = 60, device: str = TEST_DEVICE):
-    """AppTest.from_file(script) with the sidebar's device picker ("model.device") set to `device`, not run yet."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(script), default_timeout=timeout)
-    at.session_state["model.device"] = device
-    return at
-
-
-def no_gpu_env(**extra: str) -> dict[str, str]:
-    """This process's environment for a command a test starts (a CLI run, a server), with no GPU visible to it
-    (NO_GPU); `extra` added."""
-    import os
-
-    return {**os.environ, **NO_GPU, **extra}
-
-
-def hide_gpu_from_children(mp: pytest.MonkeyPatch) -> None:
-    """For a test whose lab code starts processes itself (a server bench.classroom_load starts, a run a page starts
-    with no device to choose): NO_GPU in this process's environment, undone with `mp`, which those children inherit.
-    This process's own torch has counted its GPUs first, so that its view of them does not change."""
-    torch.cuda.is_available()  # CUDA reads CUDA_VISIBLE_DEVICES once, at its first use in a process
-    for name, value in NO_GPU.items():
-        mp.setenv(name, value)
-
-
-def without_a_gpu(mp: pytest.MonkeyPatch) -> None:
-    """The machine as a test of lab code with no device to choose (the Fine-tune page starts its runs on "auto")
-    means it: no GPU, for this process (torch.cuda.is_available() False, undone with `mp`) and for the processes
-    it starts (hide_gpu_from_children). Both, or this process could place a run on a GPU its child cannot see."""
-    hide_gpu_from_children(mp)
-    mp.setattr(torch.cuda, "is_available", lambda: False)
-
-
-def open_page(script, folder=None, timeout: int = 120, **session):
-    """An AppTest of `script` run once on the model in `folder` (None: the default model), with `session`'s keys
-    set first ("." written "__"; the device picker on the CPU unless `model__device` says otherwise), checked to
-    have raised nothing."""
-    at = app_test(script, timeout)
-    if folder is not None:
-        at.session_state["model.path"] = str(folder)
-    for key, value in session.items():
-        at.session_state[key.replace("__", ".")] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def vocab_of_size(n: int) -> list[str]:
-    """Specials, then real words, then filler tokens up to n entries."""
-    tokens = list(SPECIAL_TOKENS) + [w for w in WORDS if w not in SPECIAL_TOKENS]
-    return tokens + [f"tok{i}" for i in range(n - len(tokens))]
+from bertviz_lab.bert.tokenizer import WordPieceTokenizer
+from tests.helpers.lab import vocab_of_size
+from tests.helpers.paths import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +29,7 @@ def no_hugging_face_network(tmp_path_factory):
     """No test reaches the Hugging Face Hub or the user's cache: offline, a cache in a temporary folder and an
     endpoint where nothing listens, in the environment (read by bertviz_lab at each call, and inherited by
     the commands tests start) and in huggingface_hub's own settings (read once, at import). A test of a
-    download overrides these for a stand-in server (tests/hub_server.py)."""
+    download overrides these for a stand-in server (tests/helpers/hub_server.py)."""
     import huggingface_hub.constants as hf
 
     home = tmp_path_factory.mktemp("hf-home")
@@ -130,7 +63,7 @@ def runs_on_fixed_threads():
     """Runs on threads 0 take a fixed number of threads (pretrain/threads.py's BERTVIZ_THREADS: one, what 0 gave on
     these 2-core machines before it watched the load), not whatever cores the machine has free: a test compares
     two runs bit for bit, and the thread count changes the last bits. In the environment, so the commands tests
-    start inherit it; tests/test_threads.py unsets it to test watching the machine."""
+    start inherit it; tests/pretrain/test_threads.py unsets it to test watching the machine."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BERTVIZ_THREADS", "1")
         yield
@@ -205,10 +138,9 @@ def wheel(tmp_path_factory):
     """The lab's wheel, built from this checkout with the test environment's hatchling (no download)."""
     import subprocess
     import sys
-    from pathlib import Path
 
     dist = tmp_path_factory.mktemp("dist")
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
                     "-w", str(dist), str(root)], check=True, timeout=300, capture_output=True)
     (built,) = dist.glob("bertviz_lab-*.whl")
@@ -226,12 +158,3 @@ def installed(wheel, tmp_path_factory):
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target",
                     str(target), str(wheel)], check=True, timeout=300, capture_output=True)
     return target
-
-
-def installed_env(installed, folder, **extra: str) -> dict[str, str]:
-    """This process's environment for a child that sees only the installed copy of the lab (no BERTVIZ_ settings,
-    no other PYTHONPATH) and no GPU (NO_GPU), its user data folder under `folder`; `extra` added."""
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTVIZ_") and k != "PYTHONPATH"}
-    return {**env, **NO_GPU, "PYTHONPATH": str(installed), "XDG_DATA_HOME": str(folder / "data"), **extra}

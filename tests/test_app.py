@@ -1,13 +1,13 @@
 """The app shell: home renders the shipped model's card; the sidebar picks models and devices safely."""
 
-from pathlib import Path
 
-from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.ui.shell import models
+from tests.helpers.lab import app_test
+from tests.helpers.paths import ROOT
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(ROOT / "app.py")
 
 
 def app() -> AppTest:

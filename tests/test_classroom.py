@@ -19,7 +19,6 @@ import pytest
 import segno
 import streamlit
 from hypothesis import HealthCheck, example, given, settings, strategies
-from conftest import app_test
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import save_checkpoint
@@ -29,8 +28,9 @@ from bertviz_lab import classroom
 from bertviz_lab.files import ROOT as LAB
 from bertviz_lab.ui.shell import classroom as ui_classroom
 from bertviz_lab.ui.shell import models
+from tests.helpers.lab import app_test
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 VISITOR = "10.0.0.7"
 

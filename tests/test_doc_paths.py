@@ -4,9 +4,9 @@ other folders of the package, so a move that leaves a stale map behind fails her
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
+
 PACKAGE = ROOT / "bertviz_lab"
 FOLDERS = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
 # A path that starts at the repository (bertviz_lab/, pages/, bench/) or at the package (views/, ui/, bert/, ...),

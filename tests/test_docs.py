@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bertviz_lab.cli import build_parser
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, *DOCS]

@@ -12,18 +12,18 @@ import base64
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import installed_env
+
+from tests.helpers.lab import installed_env
+from tests.helpers.paths import ROOT
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
 from bertviz_lab import notebook as nb  # noqa: E402 - after the skips
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "docs" / "notebook.ipynb"
 PLOTLY = "application/vnd.plotly.v1+json"
 # The kernel and this process compute in float32, each with the matmul kernels its CPU and BLAS pick (MKL's AVX2

@@ -13,7 +13,8 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
+
 LINT = Path(sys.executable).with_name("lint-imports")
 MAX_MODULE_LINES, MAX_PAGE_LINES = 350, 150
 

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
+
 RUFF = Path(sys.executable).with_name("ruff")
 CHECKED = ("app.py", "bertviz_lab", "pages", "tests", "bench", "docs")
 

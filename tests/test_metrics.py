@@ -17,7 +17,7 @@ from bertviz_lab.pretrain import records
 from bertviz_lab.pretrain.loop import Trainer
 from bertviz_lab.views.pretrain import live as vp
 from bertviz_lab.views.timelapse import history as vt
-from tests.test_train import small
+from tests.helpers.training import small
 
 # What pretrain/loop.py wrote before metrics.Metrics (a run with NSP): a checkpoint, the step-0 evaluation, a step.
 OLD_PRETRAINING = [

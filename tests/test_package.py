@@ -19,12 +19,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import installed_env, no_gpu_env
-from test_serve_settings import check_served_as_the_lab, hostile_folder
 
 from bertviz_lab import files
+from tests.helpers.lab import installed_env, no_gpu_env
+from tests.helpers.paths import ROOT
+from tests.ui.shell.test_serve_settings import check_served_as_the_lab, hostile_folder
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from conftest import app_test
 
 from bertviz_lab import seeds
+from tests.helpers.lab import app_test
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BARE = re.compile(r"(?<!seed text )\bseeds? 00\d", re.IGNORECASE)  # "Seed 002's batch", "seed 000" unnamed
 SEED_FOLDER = ROOT.parent / "shared" / "seeds"  # the documents themselves, where this checkout has them
 

@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import app_test
 
 from bertviz_lab import classroom
 from bertviz_lab.errors import ConfigError
 from bertviz_lab.pretrain import batch_cache, runs, threads
 from bertviz_lab.pretrain.config import TrainConfig
+from tests.helpers.lab import app_test
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 SMALL = dict(preset="tiny", hidden=32, heads=2, layers=2, batch_size=8, seq_len=32, steps=2, warmup=1,
              eval_every=2, eval_batches=1, checkpoint_every=2, device="cpu")

@@ -3,13 +3,11 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
-
-from conftest import no_gpu_env
 
 from bertviz_lab.corpus import lexicon
+from tests.helpers.lab import no_gpu_env
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "bertviz-mini"
 SEATS = set(lexicon.SEATS.split()) | set(lexicon.FIXED_SEATS.split())  # what the corpus lets things sit on
 

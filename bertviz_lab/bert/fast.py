@@ -1,5 +1,5 @@
 """The fast path: model.py's BERT, on the same modules and the same weights, computed the way the hardware
-likes it. `BertForPreTraining.fast` (on by default) sends every forward here; tests/test_fast_path.py proves
+likes it. `BertForPreTraining.fast` (on by default) sends every forward here; tests/bert/test_fast.py proves
 it gives the textbook path's logits, attention weights, hidden states and parameter gradients.
 
 - Every linear layer through `ops.linear`: oneDNN on the CPU in fp32, with the weight packed once and
@@ -11,7 +11,7 @@ it gives the textbook path's logits, attention weights, hidden states and parame
 - Dropout by ops' faster CPU sampler.
 - The sparse last layer (`sparse_last_layer`, training): the last layer computes only the rows the heads
   read, the masked positions and [CLS] (keys and values still from every row), for the same logits and
-  gradients in a fraction of its time (tests/test_sparse_layer.py).
+  gradients in a fraction of its time (tests/bert/test_sparse_layer.py).
 """
 
 from __future__ import annotations

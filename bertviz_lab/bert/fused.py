@@ -1,5 +1,5 @@
 """The training step's fused operations: several textbook steps as one, for the same numbers in less time.
-The textbook forms stay where they are defined (bert/losses.py); tests/test_fused.py proves each fused form
+The textbook forms stay where they are defined (bert/losses.py); tests/bert/test_fused.py proves each fused form
 gives their values and gradients.
 
 `masked_lm_loss`: the MLM loss at the masked rows and the model's top guess at each, in one pass over the

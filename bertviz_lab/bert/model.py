@@ -6,7 +6,7 @@ replaced-token head, in heads.py).
 This file is the textbook path: plain PyTorch, one step per line. The same weights also run through
 fast.py's faster kernels (one matmul for q, k and v, oneDNN on the CPU, fused attention, a last layer
 computed only where the loss reads it); `model.fast` (on by default) picks that path, and
-tests/test_fast_path.py proves the two give the same logits, attentions, hidden states and gradients.
+tests/bert/test_fast.py proves the two give the same logits, attentions, hidden states and gradients.
 
 Module and parameter names mirror Hugging Face's `BertForPreTraining`, so a `state_dict` here has the
 same keys as `model.safetensors` there and checkpoints move both ways without a renaming table. One

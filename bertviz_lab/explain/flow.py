@@ -10,7 +10,7 @@ blocked and returns it down the edges it came by, and the waves repeat until no 
 numpy operation on a block of nodes, not a Python step per edge. Against networkx's preflow-push on one residual
 network (what the lab used before), in one process: many times faster on the shipped model at 64 tokens, a few
 times on a random BERT-base at 64 and about as fast at 32, with the same values to 1e-15 (measured by python -m
-bench.flow; figures in docs/benchmarks.md, "Why this guess: speed"; tests/test_explain_progress.py checks them
+bench.flow; figures in docs/benchmarks.md, "Why this guess: speed"; tests/explain/test_progress.py checks them
 against networkx to 1e-9). Capacities are at most 1; residuals and excesses below EPS count as 0, so a flow is exact
 to about EPS times the number of nodes.
 """

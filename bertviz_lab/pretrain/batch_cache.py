@@ -9,7 +9,7 @@ stopped or diverged), one file per key: the seed, the rank, the batch settings a
 vocabulary. The next run with that key reads them instead of making them; the oldest files beyond
 `MAX_FILES` are deleted. The lab ships the classroom preset's file (seed 0, checkpoints/batches/), so
 even a machine's first run of it starts with its batches made (`python -m bertviz_lab.pretrain.ship_batches`
-writes it anew, after a change to the story world, the tokenizer or the masking: tests/test_batch_cache.py
+writes it anew, after a change to the story world, the tokenizer or the masking: tests/pretrain/test_batch_cache.py
 says when).
 
 A file is trusted only as far as it is checked. It is read by numpy with pickles refused, its arrays'

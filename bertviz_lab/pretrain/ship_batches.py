@@ -1,5 +1,5 @@
 """Write the classroom preset's training batches where the lab ships them (checkpoints/batches/): run it after a
-change to the story world, the tokenizer or the masking, which names another file (tests/test_batch_cache.py says
+change to the story world, the tokenizer or the masking, which names another file (tests/pretrain/test_batch_cache.py says
 when). It makes the batches with the trainer (loop.py) and packs and saves them as any run keeps its own
 (batch_cache.py); it lives apart from both so that the cache imports no trainer.
 
