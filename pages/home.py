@@ -50,7 +50,7 @@ if cfg.family == "bert":  # the table computes each shape as a BERT's
 st.subheader("Where to start")
 links, left_out = where_to_start(ckpt.model, ckpt.family.no_mlm(ckpt.model.has_rtd))  # from the app's page list
 for section, infos in by_section(links).items():  # the menu's sections, in its order
-    st.markdown(f"**{section}**")
+    st.markdown(f"##### {section}")  # a heading, not bold text: nothing on Home is bold Markdown (a card is not)
     for row in range(0, len(infos), 3):
         for column, info in zip(st.columns(3), infos[row:row + 3]):
             with column:

@@ -27,7 +27,7 @@ def linked(at) -> list[str]:
 
 def headings(at) -> list[str]:
     """The section headings Home drew under "Where to start", in order."""
-    return [m.value.strip("*") for m in at.markdown if m.value.startswith("**") and m.value.endswith("**")]
+    return [m.value.removeprefix("##### ") for m in at.markdown if m.value.startswith("##### ")]
 
 
 def test_the_page_list_is_every_page_file_and_the_menu_reads_it():
