@@ -31,8 +31,9 @@ def why(lab, text: str, text_b: str | None = None, *, kind: str = "strips", **as
     kind "strips": one row per method, token by token, each coloured against its own largest value (every method
     has its own units); signed rows: blue raises F, red lowers it. The attention rows (attention at `layer`, from
     0, -1 the last; `head`, None the mean over heads; rollout, flow, value-weighted norm) say where the [MASK]
-    looked, a clue to test, and never read F: they are the same for any target or contrast; the score rows (gradient, gradient × input, integrated gradients
-    with `ig_steps` steps, occlusion: one token masked at a time) are computed from F itself. Neither kind is right
+    looked, a clue to test, and never read F: they are the same for any target or contrast; the score rows
+    (gradient, gradient × input, integrated gradients with `ig_steps` steps, occlusion: one token masked at a time)
+    are computed from F itself. Neither kind is right
     by definition: `deletion` tests them. kind "agreement": Spearman's ρ of every pair of methods over the n tokens
     that can be removed (the title gives n; over few tokens a large ρ is often chance).
     One sentence is an example, not evidence: try several before trusting a method.
@@ -83,7 +84,8 @@ def _known(ask: dict, call: str) -> dict:
 
 
 def _asked(lab: Lab, encoding, given: dict) -> Ask:
-    """The Ask the keywords `given` describe, each checked in the notebook's words first."""
+    """The Ask the keywords `given` describe: what depends on this model (its layers, heads, the text's masks)
+    checked in the notebook's words; Ask checks the rest (words as text) when it is built."""
     options = {"mask": 0, "target": None, "contrast": None, "position": None, "layer": -1, "head": None,
                "ig_steps": IG_STEPS, **given}
     discriminator = lab.model.has_rtd and not lab.model.has_mlm
@@ -102,9 +104,6 @@ def _asked(lab: Lab, encoding, given: dict) -> Ask:
     elif not masks:
         mask = 0  # no [MASK] at all: vw.why says what to type
     ig_steps = whole(options["ig_steps"], 1, 10_000, "ig_steps")
-    for what in ("target", "contrast"):
-        if options[what] is not None and not isinstance(options[what], str):
-            raise InputError(f"the {what} must be a word (text), not {type(options[what]).__name__}")
     L, H = lab.config.num_hidden_layers, lab.config.num_attention_heads
     layer = options["layer"]
     number = whole(layer, -L, L - 1, "layer") if not isinstance(layer, bool) and isinstance(layer, numbers.Integral) \

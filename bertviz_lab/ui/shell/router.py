@@ -1,6 +1,7 @@
 """The app's pages in one list (`PAGES`: app.py's menu and Home's "Where to start" both read it, grouped in its
-sections by `by_section`), and the router's work: every request kept inside app.py's router, even a deep link that is a server's first request, and a page that
-ends early ends without ending the app's own work after it (the link and the share box, app.py)."""
+sections by `by_section`), and the router's work: every request kept inside app.py's router, even a deep link that
+is a server's first request, and a page that ends early ends without ending the app's own work after it (the link
+and the share box, app.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ import torch
 
 from bertviz_lab.errors import GpuMemoryError
 from bertviz_lab.seeds import cite
-
-
 
 # The menu's sections, by what a learner is doing there (the package's features: views/, explain/, syntax/, pretrain/,
 # finetune/). A page names its section; the sections come in the order of their first page.
@@ -92,8 +91,9 @@ def where_to_start(model, why_no_mlm: str) -> tuple[list[PageInfo], str]:
         return usable, ""
     names = left_out[0] if len(left_out) == 1 else f"{', '.join(left_out[:-1])} and {left_out[-1]}"
     verb = "needs" if len(left_out) == 1 else "need"
+    them = "it" if len(left_out) == 1 else "them"
     return usable, (f"{names} {verb} a masked-language-model (MLM) head, which the active model lacks: "
-                    f"{why_no_mlm.rstrip('.')}. Pick a model with one in the sidebar to use {'it' if verb == 'needs' else 'them'}.")
+                    f"{why_no_mlm.rstrip('.')}. Pick a model with one in the sidebar to use {them}.")
 
 
 _routed = threading.local()  # each session's script runs in a thread of its own
