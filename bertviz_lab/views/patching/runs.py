@@ -173,7 +173,9 @@ def prepare(model: BertForPreTraining, tokenizer: WordPieceTokenizer, ask: Patch
         raise InputError(f"the two runs give the same score ({traced.f_clean:.6g}), so there is nothing for a patch "
                          "to bring back: change the corrupted sentence, or pick an answer and a foil the change "
                          "moves")
-    name = (lambda i: "" if i is None else tokenizer.id_to_token(int(i)))
+    def name(i) -> str:
+        return "" if i is None else tokenizer.id_to_token(int(i))
+
     tops = ("", "") if discriminator else (name(traced.clean.top[0]), name(traced.corrupt.top[0]))
     return Patching(ask, clean, corrupt, list(clean.tokens), score.position, name(score.target), name(score.contrast),
                     noised, guesses, traced, tops)
