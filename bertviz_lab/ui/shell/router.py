@@ -46,7 +46,7 @@ HOME = PageInfo("pages/home.py", "Home", ":material/home:", START, "")
 PAGES = (  # the menu's order: each section's pages together
     HOME,
     PageInfo("pages/lesson.py", "Lesson", ":material/school:", START,
-             "A class walks through BERT in eleven steps, from tokens to contextual vectors: guess first, then reveal."),
+             "A class walks through BERT in twelve steps, from tokens to contextual vectors: guess first, then reveal."),
     PageInfo("pages/worked.py", "Worked examples", ":material/calculate:", START,
              f"The hand computations of {cite('000')} and {cite('001')} as calculators, with the exact values."),
     PageInfo("pages/predict.py", "Mask & predict", ":material/visibility_off:", READ,
@@ -58,6 +58,9 @@ PAGES = (  # the menu's order: each section's pages together
     PageInfo("pages/why.py", "Why this guess?", ":material/psychology_alt:", EXPLAIN,
              "Which tokens made the model guess what it guessed: attribution methods side by side with attention, "
              "and the check that tests them.", "guess"),
+    PageInfo("pages/patching.py", "Where is the answer made?", ":material/swap_horiz:", EXPLAIN,
+             "Copy one inner state from a clean sentence into a corrupted one and see how much of the answer comes "
+             "back: layer by layer, position by position, head by head.", "guess"),
     PageInfo("pages/syntax.py", "Syntax across a corpus", ":material/account_tree:", CORPUS,
              "What the heads and the vectors hold over hundreds of sentences with their dependency trees, each "
              "number beside a baseline that needs no model."),

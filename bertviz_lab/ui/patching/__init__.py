@@ -1,0 +1,1 @@
+"""Where is the answer made?: the page's sections (sections.py)."""
