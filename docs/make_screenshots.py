@@ -36,12 +36,15 @@ RUN_PAGES = [("pretrain", "pretrain", "pretrain"), ("finetune", "finetune", "fin
 # section runs from its subheader to the last chart on the page, so it must be the page's last section.
 SECTIONS = [("attention_layer", "attention", "The rest of the layer",
              "After attention: the rest of the layer for this query")]
+# Pages seen on a 1366 x 768 laptop, scrolled to a heading: (file name, page path and query, the heading).
+LAPTOP = [("patching", "patching", "Copy one activation across, and see how much of the answer moves")]
 # Close-ups of a runs page's overlay, every finished run of the kind picked: (file name, page path, kind,
 # the section's subheader, the multiselect's label). Skipped without two finished runs.
 OVERLAYS = [("finetune_compare", "finetune", "finetune", "Compare runs", "Overlay runs")]
 # Projector view on a 1024 x 768 projector: (file name, page path and query, the heading to scroll to or None).
 PROJECTOR = [("projector", "attention?projector=1", None),
-             ("projector_chart", "attention?projector=1", "Layer 0 · head 0")]
+             ("projector_chart", "attention?projector=1", "Layer 0 · head 0"),
+             ("patching_projector", "patching?projector=1", "Copy one activation across")]
 MAIN = '[data-testid="stMainBlockContainer"]'
 
 
@@ -89,6 +92,11 @@ def main(only: list[str] | None = None) -> None:
             wait_idle(page)
             section(page, heading, DOCS / f"{name}.png")
             print("wrote", DOCS / f"{name}.png")
+        for name, path, heading in LAPTOP:
+            if only and name not in only:
+                continue
+            laptop(page, url, path, heading, DOCS / f"{name}.png")
+            print("wrote", DOCS / f"{name}.png")
         if not only or "timelapse_gif" in only:
             heads_forming(page, url, DOCS / "timelapse.gif")
             print("wrote", DOCS / "timelapse.gif")
@@ -107,6 +115,18 @@ def lesson(page, url: str, path: Path) -> None:
     wait_idle(page)
     page.wait_for_selector(CHART, timeout=30_000)
     page.screenshot(path=str(path), full_page=True)
+
+
+def laptop(page, url: str, path: str, heading: str, picture: Path) -> None:
+    """The page as a 1366 x 768 laptop shows it, scrolled to `heading` once its charts are drawn."""
+    page.set_viewport_size({"width": 1366, "height": 768})
+    open_page(page, url, path)
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_idle(page)
+    page.get_by_text(heading).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(picture))
+    page.set_viewport_size({"width": 1400, "height": 1700})
 
 
 def projector(page, url: str, only: list[str] | None) -> None:

@@ -4,12 +4,14 @@ Every pretraining run records a snapshot of the probe sentences at each checkpoi
 10, 20, 50, ... and every checkpoint interval): the guesses at [MASK], every head's attention, each
 head's role scores and where chosen words sit. The shipped model comes with its own. Play them in
 order, or compare two steps: which heads changed most, which guesses changed. And syntax as it forms: the
-structural probe, each relation's best head and agreement at every kept checkpoint (measured here on a run's).
+structural probe, each relation's best head and agreement at every kept checkpoint (measured here on a run's). And
+where the answer is made: one minimal pair's residual grid at the kept checkpoint of the step shown, under the player.
 """
 
 import streamlit as st
 
 from bertviz_lab.ui.timelapse import player as ui_timelapse
+from bertviz_lab.ui.timelapse.answer import section as answer_section
 from bertviz_lab.ui.timelapse import syntax as timelapse_syntax
 from bertviz_lab.ui.shell.router import end_page, ensure_router
 from bertviz_lab.views.timelapse import history as vt
@@ -24,7 +26,7 @@ lapse = ui_timelapse.pick()
 if lapse is None:
     end_page()
 ui_timelapse.controls(lapse)
-ui_timelapse.player(lapse)
+ui_timelapse.player(lapse, answer_section)  # the pair's grid follows the slider: "Where the answer is made"
 
 st.header("Heads taking on roles")
 ui_timelapse.formed(lapse)

@@ -1,10 +1,10 @@
-"""Why this guess? Which tokens made the model guess what it guessed: eight attribution methods side by side with
-attention, how far they agree, and the causal check that tests them (mask the tokens each method ranks first and
-watch the guess's probability fall).
+"""Why this guess? Which tokens made the model guess what it guessed: nine attribution methods side by side (with
+attention and value zeroing among them), how far they agree, and the causal check that tests them (mask the tokens
+each method ranks first and watch the guess's probability fall).
 
 Four methods explain one number, F: the target word's logit at the chosen mask (minus a contrast word's, if one is
 typed), or, for ELECTRA's discriminator, its replaced-token logit at a chosen token; the four read from attention
-never read it."""
+and value zeroing (read from how the layers mix the tokens) never read it."""
 
 import streamlit as st
 
@@ -73,8 +73,9 @@ left, right = st.columns([2, 3])
 ui_why.guesses(result, left)
 right.markdown(ui_why.score_line(result, tokenizer))
 right.info(f"Read the rows below with care. The attention rows say where {plain(ui_why.mask_word(tokenizer, replaced))} "
-           "looked: a clue to test, not the reason for the guess by itself. The score rows are computed from F "
-           "itself: how F changes when a token's vector moves, or when the token alone is masked. Neither kind is "
+           "looked: a clue to test, not the reason for the guess by itself; value zeroing, what reaches it through the "
+           "layers' mixing of the tokens; none of them reads F. The score rows are computed from F "
+           "itself: how F changes when a token's vector moves, or when the token alone is masked. No kind is "
            "right by definition, occlusion included: the causal check at the bottom tests them all, and says what "
            "it found for attention on this sentence.", icon=":material/lightbulb:")
 

@@ -56,8 +56,10 @@ def test_the_contracts_hold_on_this_tree():
      "bertviz_lab.ui.kit.tables -> bertviz_lab.ui.why.sections"),
     ("bertviz_lab/views/predict/guesses.py", "from bertviz_lab.views.why import examples",
      "bertviz_lab.views.predict.guesses -> bertviz_lab.views.why.examples"),
-    ("bertviz_lab/views/attention/layer.py", "from bertviz_lab.views.why import examples",
-     "bertviz_lab.views.attention.layer -> bertviz_lab.views.why.examples"),
+    ("bertviz_lab/views/attention/layer.py", "from bertviz_lab.views.timelapse import history",
+     "bertviz_lab.views.attention.layer -> bertviz_lab.views.timelapse.history"),
+    ("bertviz_lab/views/why/explanation.py", "from bertviz_lab.views.patching import runs",
+     "bertviz_lab.views.why.explanation -> bertviz_lab.views.patching.runs"),
 ])
 def test_an_upward_or_streamlit_import_breaks_a_contract(tree_copy, module, line, broken):
     path = tree_copy / module

@@ -1,4 +1,4 @@
-"""The `attribute` command: which tokens made the model guess what it guessed at a [MASK], by eight attribution
+"""The `attribute` command: which tokens made the model guess what it guessed at a [MASK], by nine attribution
 methods side by side (views/why/explanation.py runs them; explain/ holds the methods), as a table or as JSON."""
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ if TYPE_CHECKING:  # imported where it is used: `attribute --help` should not wa
 
 DESCRIPTION = """\
 Explain one guess of a masked-LM: the score F is the target word's logit at the chosen [MASK] (with --contrast,
-logit(target) - logit(contrast): "why mat rather than rug?"). Every token gets a value from each of eight
+logit(target) - logit(contrast): "why mat rather than rug?"). Every token gets a value from each of nine
 methods: attention, rollout and attention flow (Abnar & Zuidema 2020) and the value-weighted norm (Kobayashi et
-al. 2020) read the attention, never F (the same for any --target or --contrast); gradient, gradient x input,
+al. 2020) read the attention, and value zeroing (Mohebbi et al. 2023: each token's value vectors zeroed in a layer,
+how far the layer's outputs move, rolled out through the layers) how the layers mix the tokens: none of the five
+reads F (the same for any --target or --contrast); gradient, gradient x input,
 integrated gradients (Captum, 50 Gauss-Legendre steps from a [PAD] baseline) and occlusion (F minus F with that one
 token masked) read F itself. Then Spearman's rho of every pair of methods over the word tokens, with its permutation
 p-value against occlusion, and with --deletion the causal check: p(target) (with --contrast: sigmoid(F), p(target |
@@ -44,7 +46,7 @@ as each stage starts and every 5 s within one."""
 
 
 def add_parser(sub) -> None:
-    attribute = sub.add_parser("attribute", help="which tokens made the model guess its word at a [MASK]: eight "
+    attribute = sub.add_parser("attribute", help="which tokens made the model guess its word at a [MASK]: nine "
                                                  "attribution methods side by side, and do they agree?",
                                description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     attribute.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)

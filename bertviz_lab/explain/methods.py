@@ -1,4 +1,4 @@
-"""Eight answers to "which tokens made BERT guess this?", one function each, every one a (T,) float64 array.
+"""Nine answers to "which tokens made BERT guess this?", one function each, every one a (T,) float64 array.
 
 Read from attention (what the [MASK] looked at; they never read F: the same for any target or contrast):
 - `attention`: one layer's weights from the explained position (mean over heads, or one head).
@@ -8,6 +8,12 @@ Read from attention (what the [MASK] looked at; they never read F: the same for 
   layer through the layered graph whose edge capacities are those A' (solved by explain/flow.py).
 - `value_norm` (Kobayashi et al., 2020), last layer: || sum_h alpha_h[m, j] f_h(x_j) ||, f_h(x) = (x W_V^h + b_V^h)
   W_O^h: the weight times the size of what token j actually sends.
+Read from how each layer mixes the tokens (never F either):
+- `value_zeroing` (Mohebbi et al., 2023): in layer l, token j's value vectors (every head) set to zero, and the cosine
+  distance between each token i's output of layer l and that output as it was; each row normalised to sum 1, the
+  layers' matrices multiplied through as rollout does (with no identity added: the residual stream is already in
+  the layer's output), the explained position's row (explain/patch_grids.py computes it, with the hooks of
+  explain/patching.py).
 Read from F itself (what changes the score), on the word vectors e_j (position and segment vectors held fixed):
 - `gradient`: || dF/de_j || (the rate of change of F in the steepest direction), `gradient_x_input`: e_j . dF/de_j
   (signed), both from one Captum backward.
@@ -30,6 +36,7 @@ import numpy as np
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining, BertOutput
+from bertviz_lab.explain import patch_grids
 from bertviz_lab.explain.flow import max_flows
 from bertviz_lab.explain.score import Score, scorer
 
@@ -139,6 +146,13 @@ def value_norm(case: Case, out: BertOutput, A: np.ndarray) -> np.ndarray:
     f = torch.einsum("htd,hde->hte", v, w_o_heads)  # (H, T, d): f_h(x_j)
     alpha = torch.from_numpy(A[-1, :, case.score.position, :]).to(f.device)  # (H, T)
     return torch.linalg.vector_norm((alpha[..., None] * f).sum(0), dim=-1).cpu().numpy()  # (T,)
+
+
+def value_zeroing(case: Case) -> np.ndarray:
+    """Value zeroing at every layer, rolled out to the explained position: one batched run per layer, a row per
+    token zeroed."""
+    mixing = patch_grids.value_zeroing(case.model, case.ids, case.segments)  # (L, T, T)
+    return patch_grids.value_zeroing_rollout(mixing, case.score.position)
 
 
 def captum_attr():

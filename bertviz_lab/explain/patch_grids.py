@@ -101,15 +101,22 @@ class Grid:
 
 
 def _run(traced: Traced, direction: str, patches: list[Patch], progress: Progress | None, what: str) -> np.ndarray:
+    """F of every row, a layer's rows at a time; progress after each layer, in shares of the work (a row at layer l
+    runs the L - l layers above it, and the head)."""
     target, source = traced.ends(direction)
     f = np.zeros(len(patches))
-    layers = sorted({p.layer for p in patches})
+    groups: dict[int, list[int]] = {}
+    for i, p in enumerate(patches):
+        groups.setdefault(p.layer, []).append(i)
+    work = {layer: len(rows) * (traced.runs.layers - layer + 1) for layer, rows in groups.items()}
+    done = 0
     with torch.no_grad():
-        for n, layer in enumerate(layers):
-            indices = [i for i, p in enumerate(patches) if p.layer == layer]
+        for layer in sorted(groups):
+            indices = groups[layer]
             f[indices] = patched(traced.runs, target, source, [patches[i] for i in indices])
+            done += work[layer]
             if progress is not None:
-                progress((n + 1) / len(layers), what)
+                progress(done / sum(work.values()), what)
     return f
 
 

@@ -26,7 +26,8 @@ class Method:
     title: str
     signed: bool  # can be negative (a token that argues against the guess): drawn on a diverging scale
     definition: str  # one line, under its strip
-    kind: str  # "attention" (read from the weights: the same for any target or contrast) or "score" (read from F)
+    kind: str  # "attention" (read from the weights) or "mixing" (from how a layer mixes the tokens' vectors): neither
+    # reads F, so both are the same for any target or contrast; or "score" (read from F)
 
 
 METHODS = {x.key: x for x in (
@@ -38,6 +39,9 @@ METHODS = {x.key: x for x in (
            "through the layers, capacities as in rollout (Abnar & Zuidema 2020)", "attention"),
     Method("value_norm", "value-weighted norm", False, "last layer: the size of what each token sends the [MASK], "
            "|| Σ_h α_h f_h(x_j) ||, weight times transformed value (Kobayashi et al. 2020)", "attention"),
+    Method("value_zeroing", "value zeroing", False, "token j's value vectors zeroed in one layer: how far each token's "
+           "output of that layer moves (cosine distance); the layers multiplied through as in rollout, the [MASK]'s "
+           "row (Mohebbi et al. 2023)", "mixing"),
     Method("gradient", "gradient", False, "|| dF/de_j ||: how fast the score changes when the token's word vector "
            "moves in the steepest direction (the gradient's length)", "score"),
     Method("gradient_x_input", "gradient × input", True, "e_j · dF/de_j: the first-order guess at what the "
@@ -87,7 +91,7 @@ def case_for(model: BertForPreTraining, tokenizer: WordPieceTokenizer, encoding:
 
 def explain(case: methods.Case, tokens: list[str], *, layer: int = -1, head: int | None = None, ig_steps: int = methods.IG_STEPS,
             progress: methods.Progress | None = None) -> Explanation:
-    """All eight methods on `case`. `layer` and `head`: which attention the attention strip shows. `progress` hears
+    """All nine methods on `case`. `layer` and `head`: which attention the attention strip shows. `progress` hears
     (0, what) as each method starts, and the fraction done as attention flow, integrated gradients and occlusion go."""
     case.model.eval()
     seconds, values = {}, {}
@@ -107,6 +111,7 @@ def explain(case: methods.Case, tokens: list[str], *, layer: int = -1, head: int
     values["rollout"] = timed("rollout", "rollout", lambda: methods.rollout(A, case.score.position))
     values["flow"] = timed("flow", "attention flow", lambda: methods.flow(A, case.score.position, progress))
     values["value_norm"] = timed("value_norm", "value-weighted norm", lambda: methods.value_norm(case, out, A))
+    values["value_zeroing"] = timed("value_zeroing", "value zeroing", lambda: methods.value_zeroing(case))
     values["gradient"], values["gradient_x_input"] = timed("gradient", "gradients", lambda: methods.gradients(case))
     ig = timed("integrated_gradients", "integrated gradients", lambda: methods.integrated_gradients(case, ig_steps, progress))
     values["integrated_gradients"] = ig.values

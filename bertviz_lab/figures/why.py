@@ -23,9 +23,9 @@ DIVERGING = "RdBu"  # red for -1, white for 0, blue for +1 (the agreement matrix
 DIGITS = 6  # significant digits on hover
 CELL_TEXT_MAX = 20  # print each value in its cell when the sentence is at most this many tokens
 RANDOM = "random orders"  # the deletion chart's name for the random orders' mean and band
-LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 LEGEND = dict(orientation="v", yanchor="top", y=1.0, x=1.02, xanchor="left", traceorder="normal",
-              title=dict(text="dashed: read from attention"))
+              title=dict(text="dashed: never reads F"))
 
 
 # One trace draws every row, so the rows share one colour scale: signed rows are placed on its lower half (RdBu,
@@ -77,8 +77,8 @@ def agreement_matrix(rho: np.ndarray, names: list[str], title: str) -> go.Figure
 
 def deletion_curves(curves: dict[str, np.ndarray], random: np.ndarray, dashed: set[str], y_title: str,
                     title: str) -> go.Figure:
-    """p after removing 0..n words: one line per method (`curves`: title -> (n + 1,); `dashed`: the methods read
-    from attention), and the random orders' mean with a band of ±1 standard deviation (`random`: (R, n + 1))."""
+    """p after removing 0..n words: one line per method (`curves`: title -> (n + 1,); `dashed`: the methods that
+    never read F), and the random orders' mean with a band of ±1 standard deviation (`random`: (R, n + 1))."""
     traces = []
     if len(random):
         x = np.arange(random.shape[1])
@@ -124,7 +124,7 @@ def agreement(rho: dict[str, dict[str, float | None]], removable: int) -> go.Fig
 
 
 def deletion(curves: dict[str, np.ndarray], random: np.ndarray, dashed: set[str], follows: str) -> go.Figure:
-    """The causal check's curves (by method title; `dashed`: those read from attention) against the `random`
+    """The causal check's curves (by method title; `dashed`: those that never read F) against the `random`
     orders', following `follows` ("p(mat)", written as text: escaped here for plotly, which reads HTML)."""
     p = html.escape(follows)
     return deletion_curves(curves, random, dashed, p, f"{p} after each removal, in each method's order")

@@ -21,7 +21,7 @@ ASKED = ("mask", "target", "contrast", "position", "layer", "head", "ig_steps") 
 
 
 def why(lab, text: str, text_b: str | None = None, *, kind: str = "strips", **ask) -> go.Figure:
-    """Which tokens made the model guess what it guessed at a [MASK]: eight methods side by side.
+    """Which tokens made the model guess what it guessed at a [MASK]: nine methods side by side.
 
     `ask`, the guess asked about, as keywords: mask=0, target=None, contrast=None, position=None, layer=-1,
     head=None, ig_steps=50. Four methods explain one number, F: the `target` word's logit at the `mask`-th [MASK]
@@ -31,7 +31,9 @@ def why(lab, text: str, text_b: str | None = None, *, kind: str = "strips", **as
     kind "strips": one row per method, token by token, each coloured against its own largest value (every method
     has its own units); signed rows: blue raises F, red lowers it. The attention rows (attention at `layer`, from
     0, -1 the last; `head`, None the mean over heads; rollout, flow, value-weighted norm) say where the [MASK]
-    looked, a clue to test, and never read F: they are the same for any target or contrast; the score rows
+    looked, a clue to test, and never read F: they are the same for any target or contrast; so is value zeroing
+    (each token's value vectors zeroed in a layer, how far the layer's outputs move, rolled out through the
+    layers: Mohebbi et al. 2023), read from how the layers mix the tokens; the score rows
     (gradient, gradient × input, integrated gradients with `ig_steps` steps, occlusion: one token masked at a time)
     are computed from F itself. Neither kind is right
     by definition: `deletion` tests them. kind "agreement": Spearman's ρ of every pair of methods over the n tokens
@@ -54,8 +56,8 @@ def deletion(lab, text: str, text_b: str | None = None, *, random_orders: int = 
     averaged over their orders.
 
     A method that found what the score rests on makes it fall faster than `random_orders` random orders do (the
-    grey band: their mean ± 1 standard deviation; `seed` draws them); dashed lines are the methods read from
-    attention. Masking a token also takes the text out of the distribution the model was trained on, so a fall
+    grey band: their mean ± 1 standard deviation; `seed` draws them); dashed lines are the methods that
+    never read F (attention's and value zeroing). Masking a token also takes the text out of the distribution the model was trained on, so a fall
     measures the token and the damage together; and one sentence's curves are one example, not a verdict on a
     method.
     """
@@ -72,7 +74,7 @@ def deletion(lab, text: str, text_b: str | None = None, *, random_orders: int = 
             return vw.deletion_for(result, random_orders=random_orders, seed=seed, progress=bar.fraction)
 
     found = lab.remember(key, run)
-    return fy.deletion(vw.titled(found.curves), found.random_curves, vw.FROM_ATTENTION, result.follows)
+    return fy.deletion(vw.titled(found.curves), found.random_curves, vw.NEVER_F, result.follows)
 
 
 def _known(ask: dict, call: str) -> dict:

@@ -54,6 +54,7 @@ def test_json_is_the_views_report_and_explains_the_top_guess(shipped, capsys):
     assert got.keys() == expected.keys() and got["tokens"] == encoding.tokens
     assert got["mask_position"] == encoding.tokens.index("[MASK]") == 6
     assert list(got["methods"]) == list(METHODS) and got["contrast"] is None
+    assert len(METHODS) == 9 and "value_zeroing" in got["methods"] and "value_zeroing" in got["agreement"]["occlusion"]
     for key, values in got["methods"].items():
         assert len(values) == len(got["tokens"])
         np.testing.assert_allclose(values, expected["methods"][key], rtol=1e-6, atol=1e-9)

@@ -1,7 +1,7 @@
-"""The eight attribution methods against references computed here, from `transformers` (its eager attentions,
-hidden states and weights) and Captum run on the transformers model, for random BERT and RoBERTa checkpoints
+"""The nine attribution methods against references computed here, from `transformers` (its eager attentions,
+hidden states and weights, value zeroing by plain PyTorch forward hooks) and Captum run on the transformers model, for random BERT and RoBERTa checkpoints
 (within 1e-4 of the largest |value|); integrated gradients adds up; contrast is linear; and every family
-(RoBERTa, XLM-R, DistilBERT, ALBERT, both ELECTRAs) gets all eight methods."""
+(RoBERTa, XLM-R, DistilBERT, ALBERT, both ELECTRAs) gets all nine methods."""
 
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ class Reference:
         occlusion = FeatureAblation(self.f).attribute(self.ids, baselines=self.mask_id)[0].double()
         occlusion[self.fixed] = 0
         return {"attention": A[-1][:, self.position].mean(0), "rollout": self.rollout(A), "flow": self.flow(A),
-                "value_norm": self.value_norm(A[-1]), "gradient": grads.norm(dim=-1), "gradient_x_input": gxi,
+                "value_norm": self.value_norm(A[-1]), "value_zeroing": self.value_zeroing(),
+                "gradient": grads.norm(dim=-1), "gradient_x_input": gxi,
                 "integrated_gradients": self.integrated_gradients(), "occlusion": occlusion}
 
     @staticmethod
@@ -103,6 +104,28 @@ class Reference:
         H, T = a.shape[0], a.shape[-1]
         shares = (a[:, self.position, :].T[:, :, None] * v.view(T, H, -1)).reshape(T, -1)  # (T, d)
         return (shares @ layer.output.dense.weight.double().T).norm(dim=-1)
+
+    def value_zeroing(self):
+        """Mohebbi et al.: in layer l, row j of a batch has token j's value vectors zeroed (a forward hook on
+        `attention.self.value`); the cosine distance of each token's layer-l output from the unzeroed one, rows
+        normalised to sum 1, the layers multiplied through (the first rightmost), the position's row."""
+        T = self.ids.shape[1]
+        R = torch.eye(T, dtype=torch.float64)
+        for depth, layer in enumerate(self.hf.base_model.encoder.layer):
+            def zero(_module, _args, out):
+                out = out.clone()
+                out[torch.arange(T), torch.arange(T)] = 0  # row j: token j's values, every head
+                return out
+
+            handle = layer.attention.self.value.register_forward_hook(zero)
+            with torch.no_grad():
+                moved = self.hf(**self.kwargs(self.ids.repeat(T, 1)), output_hidden_states=True).hidden_states[depth + 1]
+            handle.remove()
+            kept = self.out.hidden_states[depth + 1][0]  # (T, d)
+            distance = 1 - torch.nn.functional.cosine_similarity(moved.double(), kept.double()[None], dim=-1)  # (j, i)
+            mixing = distance.T.clamp_min(0)
+            R = mixing / mixing.sum(-1, keepdim=True) @ R
+        return R[self.position]
 
     def baseline(self) -> torch.Tensor:
         return torch.where(self.fixed, self.ids, torch.full_like(self.ids, self.pad_id))
@@ -185,12 +208,12 @@ def test_a_contrast_is_the_difference_of_the_two_targets(member):
         assert scale > 0
         np.testing.assert_allclose(a_vs_b.values[method], difference, rtol=0, atol=1e-5 * scale, err_msg=method)
     assert np.abs(of_a.values["occlusion"] - of_b.values["occlusion"]).max() > 1e-4  # the targets differ
-    for method in ("attention", "rollout", "flow", "value_norm"):
+    for method in ("attention", "rollout", "flow", "value_norm", "value_zeroing"):
         for other in (of_b, a_vs_b):
             np.testing.assert_array_equal(other.values[method], of_a.values[method], err_msg=method)
 
 
-# Every family (issue point 7): all eight methods, finite, one value per token; nothing attributed to the
+# Every family (issue point 7): all nine methods, finite, one value per token; nothing attributed to the
 # tokens no method may remove; integrated gradients converged; F the model's own number.
 
 GUESSERS = ["roberta", "xlm-roberta", "distilbert", "albert", "electra-generator"]
@@ -224,6 +247,8 @@ def check_explanation(result):
         assert np.abs(e.values[method][~fixed]).max() > 0, method
     assert abs(e.ig.delta) < 1e-4 and not e.ig.flagged
     assert abs(e.ig.values.sum() - (e.ig.score - e.ig.baseline_score)) <= abs(e.ig.delta) + 1e-6
+    zeroing = e.values["value_zeroing"]  # a row of a product of row-stochastic matrices: shares that sum to 1
+    assert (zeroing >= 0).all() and zeroing.sum() == pytest.approx(1, abs=1e-9) and zeroing.max() < 1
 
 
 @pytest.mark.parametrize("name", GUESSERS)

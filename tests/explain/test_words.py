@@ -1,6 +1,6 @@
 """What the Why page's words claim, held to the numbers: a contrast's deletion curve follows F, tied values decide
 no order, a tie with the best random order is called a tie, a rho over few tokens comes with its p-value, the
-methods read from attention are the same for any target or contrast, and the sentence about attention is the
+methods read from attention or from the layers' mixing (value zeroing) are the same for any target or contrast, and the sentence about attention is the
 deletion test's verdict on this sentence."""
 
 from __future__ import annotations
@@ -119,13 +119,13 @@ def test_a_rho_of_half_over_six_tokens_is_not_called_agreement():
     assert "really does" not in sentence and "one at a time" in sentence
 
 
-def test_the_attention_methods_never_read_f_and_the_page_says_so(tiny_model, tiny_tokenizer):
-    """Their rows are the same for any target and contrast; the rows read from F are not."""
+def test_the_attention_and_mixing_methods_never_read_f_and_the_page_says_so(tiny_model, tiny_tokenizer):
+    """Their rows (value zeroing's too) are the same for any target and contrast; the rows read from F are not."""
     enc = encoded(tiny_model, tiny_tokenizer)
     top = why(tiny_model, tiny_tokenizer, enc).explanation.values
     other = why(tiny_model, tiny_tokenizer, enc, Ask(target="rug", contrast="dog")).explanation.values
     for key, method in METHODS.items():
-        if method.kind == "attention":
+        if method.kind in ("attention", "mixing"):
             np.testing.assert_array_equal(top[key], other[key], err_msg=key)
         else:
             assert not np.allclose(top[key], other[key]), key
@@ -134,8 +134,10 @@ def test_the_attention_methods_never_read_f_and_the_page_says_so(tiny_model, tin
     kinds = [m.kind for m in METHODS.values()]
     assert lead().startswith(f"Which tokens made the model guess what it guessed? {kinds.count('score')} of these "
                              f"{len(kinds)} methods answer for one number, F")
-    assert f"the other {kinds.count('attention')} read only the attention, never F, so their rows are the same for " \
-           "any target or contrast word" in lead()
+    assert set(kinds) == {"attention", "mixing", "score"} and kinds.count("mixing") == 1
+    assert (f"the other {len(kinds) - kinds.count('score')} read only the attention ({kinds.count('attention')}) or "
+            f"how the layers mix the tokens (1), never F, so their rows are the same for any target or contrast "
+            "word") in lead()
 
 
 def test_the_definitions_say_what_the_methods_compute():

@@ -1,7 +1,10 @@
-"""A snapshot record made by hand, as a run's history holds it. Moved here from tests/views/timelapse/test_history.py,
-which uses them too."""
+"""A snapshot record made by hand, as a run's history holds it (moved here from tests/views/timelapse/test_history.py,
+which uses them too), and a tiny finished run that keeps its checkpoints, for the Time-lapse page's tests."""
 
 import numpy as np
+
+from bertviz_lab.pretrain import process
+from bertviz_lab.pretrain.config import TrainConfig
 
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "[SEP]"]
@@ -18,3 +21,14 @@ def raw(step, previous, attention=None, xy=None, top=(("mat", 0.5),), text="the 
               "roles": {"previous": [previous], "self": [[1.0, 1.0]]},
               "words": {"words": list("abcd"), "groups": ["x", "x", "y", "y"], "xy": xy.tolist(), "explained": 0.9}}
     return record
+
+
+# A tiny run that keeps its checkpoints (0 1 2 5 10 20 50 100): seconds on one core.
+TINY_RUN = dict(preset="tiny", hidden=32, heads=2, layers=2, batch_size=8, seq_len=32, steps=100, lr=5e-3, warmup=3,
+                eval_every=10, eval_batches=1, checkpoint_every=50, device="cpu", threads=1)
+
+
+def tiny_run(root, name: str = "lapse"):
+    """A finished 100-step run in root/name with its snapshots and its kept checkpoints; its folder."""
+    assert process.execute(root / name, TrainConfig(**TINY_RUN), resume=False, command=["train"]) == 0
+    return root / name

@@ -11,6 +11,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import load_checkpoint
+from bertviz_lab.corpus import minimal_pairs
 from bertviz_lab.errors import InputError
 from bertviz_lab.pretrain.loop import Trainer
 from bertviz_lab.ui.lesson import stepper as ui_lesson
@@ -19,7 +20,10 @@ from bertviz_lab.ui.shell.state import Lesson as K
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import runs as lesson_runs
 from bertviz_lab.views.lesson import steps as vls
+from bertviz_lab.views.lesson import patch_step as vlp
 from bertviz_lab.views.lesson import vector_steps as vlv
+from bertviz_lab.views.patching import runs as vpa
+from bertviz_lab.views.patching.ask import PatchAsk
 from tests.helpers.lab import app_test
 from tests.helpers.lesson_page import PAGE, SENSES, SHIPPED, answer, go, options, page, paragraph, score, widget
 
@@ -58,6 +62,17 @@ def hiding_lowers_most(ckpt, enc) -> tuple[str, set]:
     return best, {w for w, d in drop.items() if drop[best] - d < vl.NEAR * abs(drop[best])}
 
 
+def first_depth_at_the_mask(ckpt) -> tuple[str, set]:
+    """The first depth whose residual vector at [MASK], put back alone into the corrupted run, brings back more than
+    any other position's (the built-in agreement pair), from the patching grid computed here."""
+    pair = minimal_pairs.by_key(vlp.PAIR)
+    patching = vpa.prepare(ckpt.model, ckpt.tokenizer, PatchAsk(pair.clean, pair.corrupt, answer=pair.answer,
+                                                                foil=pair.foil))
+    values = vpa.grid(patching, "resid", "denoise").values
+    depth = next(d for d in range(len(values)) if values[d].argmax() == patching.position)
+    return ("the embeddings" if depth == 0 else f"layer {depth}"), {f"layer {depth}"}
+
+
 def expected_answers(ckpt, at: AppTest) -> dict[str, tuple[object, set]]:
     """Each step's answer and the options it accepts, from the model's own numbers, computed here without the
     page's views."""
@@ -85,6 +100,7 @@ def expected_answers(ckpt, at: AppTest) -> dict[str, tuple[object, set]]:
     top = {tok.id_to_token(int(i)): float(probs[i]) for i in probs.topk(4).indices}
     found["guess"] = max(top, key=top.get), near(top)
     found["why"] = hiding_lowers_most(ckpt, enc)
+    found["patching"] = first_depth_at_the_mask(ckpt)
     nll = -float(probs[tok.token_to_id("mat")].log())
     band = next(label for edge, label in vl.LOSS_BANDS if nll < edge)
     found["loss"] = band, {band}
@@ -133,7 +149,7 @@ def test_every_step_reveals_the_models_own_answer_and_the_score_counts(mini):
             at.button(key="lesson.next").click().run()
     assert at.button(key="lesson.next").disabled
     at.button(key="lesson.back").click().run()
-    assert at.subheader[0].value == "10. A linear probe" and at.selectbox(key="lesson.step").value == "probe"
+    assert at.subheader[0].value == "11. A linear probe" and at.selectbox(key="lesson.step").value == "probe"
     assert "Dev accuracy" in at.success[0].value.replace("\\", "")  # still revealed, still right
 
 
@@ -187,7 +203,7 @@ def test_a_model_without_mlm_or_nsp_head_says_the_step_needs_one(headless_checkp
     at.session_state["model.path"] = str(headless_checkpoint)
     at.run()
     for step, what in (("guess", "masked-language-model (MLM) head"), ("why", "masked-language-model (MLM) head"),
-                       ("loss", "masked-language-model (MLM) head"), ("nsp", "next-sentence (NSP) head")):
+                       ("patching", "masked-language-model (MLM) head"), ("loss", "masked-language-model (MLM) head"), ("nsp", "next-sentence (NSP) head")):
         go(at, step)
         assert any(what in m.value.replace("\\", "") for m in at.info), [m.value for m in at.info]
         assert f"lesson.reveal.{step}" not in [b.key for b in at.button]  # nothing to ask

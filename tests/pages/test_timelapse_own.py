@@ -11,8 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lab.bert.checkpoint import SAFETENSORS, load_checkpoint
-from bertviz_lab.pretrain import checkpoints, process
-from bertviz_lab.pretrain.config import TrainConfig
+from bertviz_lab.pretrain import checkpoints
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.timelapse import player as ui_timelapse
 from bertviz_lab.ui.kit.yours import Typed
@@ -20,20 +19,17 @@ from bertviz_lab.views.timelapse import history as vt
 from tests.helpers.figure_data import array
 from tests.helpers.lab import app_test
 from tests.helpers.paths import ROOT
+from tests.helpers.timelapse import tiny_run
 
 PAGE = str(ROOT / "pages" / "timelapse.py")
 K = state.TimeLapse
-TINY = dict(preset="tiny", hidden=32, heads=2, layers=2, batch_size=8, seq_len=32, steps=100, lr=5e-3, warmup=3,
-            eval_every=10, eval_batches=1, checkpoint_every=50, device="cpu", threads=1)
 MINE = "the cat sat on the [MASK] ."
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """A finished 100-step run with its snapshots and its kept checkpoints (0 1 2 5 10 20 50 100)."""
-    root = tmp_path_factory.mktemp("runs")
-    assert process.execute(root / "lapse", TrainConfig(**TINY), resume=False, command=["train"]) == 0
-    return root / "lapse"
+    return tiny_run(tmp_path_factory.mktemp("runs"))
 
 
 def lapse_page(runs_root: Path, monkeypatch, **session) -> AppTest:
@@ -73,7 +69,7 @@ def test_a_sentence_typed_here_plays_on_the_runs_checkpoints(run_dir, monkeypatc
 def test_a_new_sentence_reads_no_checkpoint_from_disk_again(run_dir, monkeypatch):
     loads = []
     monkeypatch.setattr(ui_timelapse, "load_checkpoint", lambda folder: loads.append(folder) or load_checkpoint(folder))
-    ui_timelapse._checkpoint.clear()
+    ui_timelapse.kept_checkpoint.clear()
     at = lapse_page(run_dir.parent, monkeypatch)
     at.text_input(key=K.OWN.name).input("the dog sat on the [MASK] .").run()
     assert not at.exception and len(loads) == len(checkpoints.kept(run_dir))  # each kept checkpoint, once

@@ -327,3 +327,23 @@ def test_the_causal_check_waits_for_its_button_past_its_estimate_and_then_the_bu
         assert "why.run" not in [b.key for b in at.button]
         assert not any("on this machine" in c.value for c in at.caption)
     assert len(checked) == 1  # the second session read the first one's check
+
+
+def test_value_zeroing_is_the_ninth_row_read_from_the_layers_mixing():
+    """Its strip is explain/patch_grids.py's value zeroing rolled out to the [MASK], it is listed apart from the rows
+    read from attention and from F, it has its row in the 9 x 9 agreement matrix, and its deletion curve is dashed."""
+    import torch
+
+    from bertviz_lab.explain import patch_grids
+
+    at = page()
+    model, tokenizer = _shipped()
+    encoding = inputs.encode(tokenizer, model, CAT)
+    mixing = patch_grids.value_zeroing(model, torch.tensor([encoding.ids]), torch.tensor([encoding.segment_ids]))
+    expected = patch_grids.value_zeroing_rollout(mixing, encoding.tokens.index("[MASK]"))
+    np.testing.assert_allclose(strips(at)["value zeroing"], expected, rtol=1e-6, atol=1e-9)
+    listed = next(shown(m.value) for m in at.markdown if "Read from how the layers mix the tokens" in m.value)
+    assert "**value zeroing**" in listed and "**occlusion**" not in listed and "**rollout**" not in listed
+    assert np.asarray(array(titled(at, "Do the methods rank")["data"][0]["z"])).shape == (9, 9)
+    curves = {t.get("name"): t for t in titled(at, "p(mat) after each removal")["data"]}
+    assert curves["value zeroing"]["line"]["dash"] == "dash" and curves["occlusion"]["line"]["dash"] == "solid"

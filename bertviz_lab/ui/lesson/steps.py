@@ -19,6 +19,7 @@ from bertviz_lab.bert.checkpoint import Checkpoint
 from bertviz_lab.figures.attention import attention_grid, softmax_bars
 from bertviz_lab.figures.lesson import answer_bars, grid_is_compact, labelled_grid
 from bertviz_lab.figures.losses import topk_grid
+from bertviz_lab.figures.patching import columns, grid_heatmap
 from bertviz_lab.figures.predictions import prediction_bars
 from bertviz_lab.figures.representations import sense_lines
 from bertviz_lab.finetune import tasks
@@ -33,6 +34,7 @@ from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import head_steps as vlh
+from bertviz_lab.views.lesson import patch_step as vlp
 from bertviz_lab.views.lesson import runs as lesson_runs
 from bertviz_lab.views.lesson import steps as vls
 from bertviz_lab.views.lesson import vector_steps as vlv
@@ -190,6 +192,25 @@ def mattered(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
                               icon=":material/psychology_alt:"):
             ui_why.hand_off(text)
             st.switch_page("pages/why.py")
+
+
+@renders("patching")
+def answer_path(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
+    quiz, found = ui_lesson.computed(ckpt, vlp.answer_path)
+    frame.left.caption(f"The pair is one of the built-in minimal pairs: the verb agrees with the subject, and a noun "
+                       f"of the other number stands between them. The score: {found.metric} at the [MASK].")
+    if ui_lesson.ask(frame.bar, quiz.question, ui_lesson.basis(ckpt, vlp.PAIR), lambda: quiz):
+        with frame.below:
+            chart(grid_heatmap(found.values, found.f, found.rows, columns("resid", found.tokens, 0),
+                               "The residual stream, clean into corrupted: the share of the answer each vector "
+                               "brings back", metric=found.metric), "lesson_patching")
+            st.markdown("\n".join(f"- {plain(s)}" for s in found.sentences))
+            st.caption("A row is a depth (the embeddings, then each layer's output), a column a position; 1 brings the "
+                       "clean answer all the way back, 0 leaves the corrupted one. The “Where is the answer made?” "
+                       "page patches the attention and feed-forward blocks and every head too, on other pairs.")
+            if st.button("Open “Where is the answer made?”", key=f"{K.REVEAL.name}.open_patching",
+                         icon=":material/swap_horiz:"):
+                st.switch_page("pages/patching.py")
 
 
 @renders("loss")

@@ -27,15 +27,18 @@ import streamlit as st
 
 from bertviz_lab.bert import hub
 from bertviz_lab.bert.config import RANDOM_TOKENS
+from bertviz_lab.explain.patch_grids import DIRECTIONS
 from bertviz_lab.ui.shell import models
 from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.link_readers import choice, flag, head_name, integer, number, token_range
 from bertviz_lab.ui.shell.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
                                   Sentences, Syntax, TimeLapse, Why)
+from bertviz_lab.ui.shell.state_patching import VIEWS, Patch
 from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
 from bertviz_lab.views.lesson import steps as vls
+from bertviz_lab.views.patching.ask import MAX_DRAWS
 
 MAX_TEXT = 1_000  # characters of one sentence in a link: longer ones make URLs that break and dense QR codes
 MAX_PARAMS = 64  # parameters read from one link; a longer query string is hostile or broken
@@ -140,6 +143,13 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
                Param("layer", Syntax.LAYER, LAYER), Param("head", Syntax.HEAD, HEAD),
                Param("probe_layer", Syntax.PROBE_LAYER, LAYER), Param("sentence", Syntax.SENTENCE, integer(0, 99_999)),
                Param("attractors", Syntax.ATTRACTORS, lambda value: value if value == "all" else integer(0, 9)(value))),
+    "patching": (Param("clean", Patch.CLEAN, text(), label="Clean sentence"),
+                 Param("corrupt", Patch.CORRUPT, text(), label="Corrupted sentence"),
+                 Param("answer", Patch.ANSWER, text(100), label="Answer"), Param("foil", Patch.FOIL, text(100), label="Foil"),
+                 Param("noise", Patch.NOISE, flag), Param("noised", Patch.NOISED, TOKEN, many=True),
+                 Param("draws", Patch.DRAWS, integer(1, MAX_DRAWS)), Param("seed", Patch.SEED, integer(0, 2**31 - 1)),
+                 Param("grid", Patch.GRID, choice(VIEWS)), Param("direction", Patch.DIRECTION, choice(DIRECTIONS)),
+                 Param("layer", Patch.LAYER, LAYER), Param("head", Patch.HEAD, HEAD)),
 }
 RESTORED, NOTES = Classroom.RESTORED, Classroom.NOTES
 

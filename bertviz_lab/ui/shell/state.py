@@ -1,4 +1,5 @@
-"""Every session-state key of the app, with its default and its one validity check, grouped by page.
+"""Every session-state key of the app, with its default and its one validity check, grouped by page (those of
+"Where is the answer made?" in state_patching.py beside it, which this file had no room for).
 
 A key is prefixed by its page ("attn.layer"); widgets take `key=K.NAME.name`. A remembered choice can
 stop being valid when the sentence or the model changes (a 4-layer model's layer 3 on a 2-layer

@@ -6,6 +6,7 @@ learner's (typed here, or last on another page: ui/kit/yours.py) runs on a run's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -152,13 +153,14 @@ def controls(lapse: vt.TimeLapse) -> None:
 # one run stay loaded, so a new sentence reads none of them from disk again. `stamp`: the folder's time, which
 # changes when the folder is replaced or pruned.
 @st.cache_resource(max_entries=32, show_spinner="Loading the run's kept checkpoints...")
-def _checkpoint(folder: str, stamp: int) -> Checkpoint:
+def kept_checkpoint(folder: str, stamp: int) -> Checkpoint:
+    """A kept checkpoint, loaded once for every session and section (`stamp`: the folder's time)."""
     return load_checkpoint(folder)
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
 def _own_probe(folder: str, stamp: int, text: str) -> ProbeAt:
-    return vt.own_probe(_checkpoint(folder, stamp), text)
+    return vt.own_probe(kept_checkpoint(folder, stamp), text)
 
 
 def own_frames(lapse: vt.TimeLapse, text: str) -> tuple[dict[int, ProbeAt], str]:
@@ -195,18 +197,19 @@ def _toggle(last: int) -> None:
     state.put(K.PLAYING, playing)
 
 
-def player(lapse: vt.TimeLapse) -> None:
-    """Play/pause and the step slider; everything that depends on the step redraws in one fragment."""
+def player(lapse: vt.TimeLapse, *sections: Callable[[vt.TimeLapse, int], None]) -> None:
+    """Play/pause and the step slider; everything that depends on the step redraws in one fragment, `sections`
+    (each drawn with the history and the step shown) last."""
     probes = _probes(lapse)
     steps = sorted(probes)
     playing = bool(state.get(K.PLAYING)) and len(steps) > 1
     st.button("Pause" if playing else "Play", icon=":material/pause:" if playing else ":material/play_arrow:",
               key=K.PLAY.name, on_click=_toggle, args=(steps[-1],), disabled=len(steps) < 2,
               help=f"Step through the {len(steps)} frames, one every {PLAY_S:g} s.")
-    st.fragment(run_every=PLAY_S if playing else None)(_frame)(lapse, probes, playing)
+    st.fragment(run_every=PLAY_S if playing else None)(_frame)(lapse, probes, playing, sections)
 
 
-def _frame(lapse: vt.TimeLapse, probes: dict[int, ProbeAt], playing: bool) -> None:
+def _frame(lapse: vt.TimeLapse, probes: dict[int, ProbeAt], playing: bool, sections: tuple = ()) -> None:
     steps = sorted(probes)
     if state.get(K.STEP) not in steps:
         state.put(K.STEP, steps[0] if playing else steps[-1])
@@ -251,6 +254,8 @@ def _frame(lapse: vt.TimeLapse, probes: dict[int, ProbeAt], playing: bool) -> No
         chart(ft.word_map(xy, frame.words, frame.groups, f"Word embeddings at step {step:,}",
                             labelled=set(labels)), f"timelapse_{step}_words", right, key="lapse.words")
         right.caption(word_map_note(len(frame.words), frame.explained, written))
+    for section in sections:
+        section(lapse, step)
 
 
 def _guesses(probe: ProbeAt, step: int, highest: float, where) -> None:

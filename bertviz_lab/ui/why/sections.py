@@ -1,6 +1,6 @@
 """The Why-this-guess page's computations and its sections.
 
-The page builds an `Ask` (views/why/ask.py) from its pickers. The eight methods run once per (model, input, Ask:
+The page builds an `Ask` (views/why/ask.py) from its pickers. The nine methods run once per (model, input, Ask:
 which guess, target, contrast) for the whole class (ui/shell/once.py), with a progress bar from the first second,
 whatever the model; the attention strip for another layer or head is read from the attention weights the
 explanation kept, so picking a layer runs no forward at all. The causal check runs once per explained guess and
@@ -151,8 +151,11 @@ def strips(result: vw.Why, tokenizer: WordPieceTokenizer, replaced: bool) -> Non
                "lowers it, white is 0. Unsigned rows: darker is larger. Integrated gradients and occlusion are 0 at "
                "the framing tokens and the explained position by construction: neither method moves or masks them.")
     left, right = st.columns(2)
-    for where, kind, heading in ((left, "attention", f"Read from attention: where {mask_word(tokenizer, replaced)} "
-                                                     "looked (F is never read: the same for any target or contrast)"),
+    mask = mask_word(tokenizer, replaced)
+    for where, kind, heading in ((left, "attention", f"Read from attention: where {mask} looked (F is never read: the "
+                                                     "same for any target or contrast)"),
+                                 (left, "mixing", f"Read from how the layers mix the tokens: what reaches {mask} "
+                                                  "(F is never read here either)"),
                                  (right, "score", "Read from F: what changes the score")):
         where.markdown(f"**{plain(heading)}**\n\n" + "\n".join(
             f"- **{plain(m.title)}**: {plain(definition(k, tokenizer, replaced))}"
@@ -189,9 +192,10 @@ def lead() -> str:
     """The page's first caption, counted from METHODS: how many methods read F, and that the others never do."""
     kinds = [m.kind for m in METHODS.values()]
     return (f"Which tokens made the model guess what it guessed? {kinds.count('score')} of these {len(kinds)} methods "
-            "answer for one number, F, the score of the guess; the other "
-            f"{kinds.count('attention')} read only the attention, never F, so their rows are the same for any target "
-            "or contrast word. A causal check at the bottom tests every one of them.")
+            f"answer for one number, F, the score of the guess; the other {len(kinds) - kinds.count('score')} read "
+            f"only the attention ({kinds.count('attention')}) or how the layers mix the tokens "
+            f"({kinds.count('mixing')}), never F, so their rows are the same for any target or contrast word. A causal "
+            "check at the bottom tests every one of them.")
 
 
 def agreement(result: vw.Why) -> None:
@@ -249,7 +253,7 @@ def causal_check(ckpt: Checkpoint, encoding: Encoding, ask: Ask, result: vw.Why)
         result, progress=lambda done, what: report((done, f"Running the {what}: {done:.0%}"))),
         _bar, first=(0.0, "Running the deletion curves…"))
     curves = vw.titled(deletion.curves)
-    chart(fy.deletion(curves, deletion.random_curves, vw.FROM_ATTENTION, result.follows), "why_deletion")
+    chart(fy.deletion(curves, deletion.random_curves, vw.NEVER_F, result.follows), "why_deletion")
     left, right = st.columns([3, 2])
     table = record_table(pd.DataFrame({"method": list(curves), "AOPC": list(deletion.aopc.values()),
                                        "beats random": [deletion.beats_random(k) for k in deletion.curves],

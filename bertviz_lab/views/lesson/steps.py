@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bertviz_lab.views.lesson import head_steps as vlh
+from bertviz_lab.views.lesson import patch_step as vlp
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import runs as lesson_runs
 from bertviz_lab.views.lesson import vector_steps as vlv
@@ -69,6 +70,16 @@ STEPS: tuple[Step, ...] = (
          "token, run the model again, and see how far the guess's score (its logit) falls. Occlusion tests; "
          "attention only shows where the model looked, and the two need not agree.",
          vlw.word_that_mattered),
+    Step("patching", "Where is the answer made?",
+         "Occlusion says which input word matters; it cannot say where inside the model the answer is made. "
+         "Activation patching can: run the sentence twice, once as it is (clean) and once with one word changed "
+         "(corrupted: the subject in the other number), then rerun the corrupted sentence with one vector of the "
+         "clean run put back, one layer and one position at a time, and measure how much of the clean answer comes "
+         "back (the logit difference of the two verb forms, 0 for the corrupted run, 1 for the clean one). Each "
+         "layer's output at each position is the residual stream: everything that position carries into the next "
+         "layer. At the embeddings only the changed word differs between the runs, and the last layer is read at the "
+         "[MASK] alone: somewhere between, the subject's number reaches the [MASK].",
+         vlp.answer_path),
     Step("loss", "The MLM loss",
          "In pretraining the hidden word is known, and BERT is scored on it: the loss at a masked position is "
          "−log p(true word). It is 0 when BERT gives the true word probability 1, ln V when it spreads its "

@@ -1,6 +1,6 @@
 """The Lesson's step after the guess at the mask: which word mattered most for this guess?
 
-Two answers from the model's own numbers (the two of views/why/explanation.py's eight that the class can read off at once):
+Two answers from the model's own numbers (the two of views/why/explanation.py's nine that the class can read off at once):
 occlusion, what hiding each word alone under the mask does to the guess's score (its logit), and attention, where
 the last layer looked from the mask (mean over heads). The class's guess is scored against occlusion, the question
 asked ("hiding which one lowers the score most?"); the step says whether attention pointed at the same word, and where each ranks the other's word.

@@ -32,6 +32,19 @@ LIMITS = ("What patching does not show. Denoising asks what is *enough* to resto
           "calling a layer 'where agreement is decided'.")
 
 
+SMALL_GAP = 0.1  # logits: two runs whose scores differ by less make every normalised cell a ratio of small numbers
+
+
+def small_gap(patching: Patching) -> str | None:
+    """A warning when the corruption barely moves the score (None when it moves it by SMALL_GAP logits or more)."""
+    gap = abs(patching.f_clean - patching.f_corrupt)
+    if gap >= SMALL_GAP:
+        return None
+    return (f"The two runs' scores differ by only {gap:.3g} logits, so every cell below divides a small change by a "
+            "small number: values far outside 0 to 1 may be rounding or noise rather than the answer moving. Pick a "
+            "corruption that moves the answer more (another word, or more noise).")
+
+
 def _cell(patching: Patching, t: int) -> str:
     token = patching.tokens[t]
     return f"'{token}' (token {t})"

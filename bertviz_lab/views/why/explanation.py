@@ -26,13 +26,14 @@ from bertviz_lab.explain.score import Score
 from bertviz_lab.views.predict.guesses import NothingMasked, Prediction, ReadOptions, predict_at
 from bertviz_lab.views.why.ask import Ask
 
-# The longest input explained: integrated gradients and occlusion grow with the square of the length, attention flow
-# (one maximum flow per token, explain/flow.py) faster still (a random BERT-base: 0.7 s at 32 tokens, 2.4 s at 64,
-# `python -m bench.flow`); past this, minutes.
+# The longest input explained: integrated gradients, occlusion and value zeroing grow with the square of the length,
+# attention flow (one maximum flow per token, explain/flow.py) faster still (a random BERT-base: 0.7 s at 32 tokens,
+# 2.4 s at 64, `python -m bench.flow`); past this, minutes.
 MAX_TOKENS = 128
 TITLES = {key: method.title for key, method in METHODS.items()}
 SIGNED = {m.title: m.signed for m in METHODS.values()}  # by title: whether a strip is drawn on a diverging scale
-FROM_ATTENTION = {m.title for m in METHODS.values() if m.kind == "attention"}  # by title: the dashed deletion curves
+NEVER_F = {m.title for m in METHODS.values() if m.kind != "score"}  # by title: read from attention or from the
+# layers' mixing, never from F (the same for any target or contrast): the dashed deletion curves
 
 
 def titled(by_key: dict) -> dict:

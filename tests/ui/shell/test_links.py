@@ -24,7 +24,7 @@ from tests.helpers.paths import ROOT
 APP = str(ROOT / "app.py")
 PAGE_FILES = {"predict": "pages/predict.py", "attention": "pages/attention.py", "losses": "pages/losses.py",
               "representations": "pages/representations.py", "timelapse": "pages/timelapse.py", "why": "pages/why.py",
-              "syntax": "pages/syntax.py", "lesson": "pages/lesson.py"}
+              "syntax": "pages/syntax.py", "lesson": "pages/lesson.py", "patching": "pages/patching.py"}
 NOTE = "This link asked for something this view cannot show"
 
 
@@ -157,7 +157,7 @@ def test_a_lesson_link_names_its_step_by_id_and_round_trips():
 
 
 @pytest.mark.parametrize(("number", "step", "title"), [("1", "tokens", "1. Tokens"),
-                                                       ("9", "training", "9. A short training run")])
+                                                       ("9", "training", "10. A short training run")])
 def test_a_lesson_link_shared_with_a_step_number_opens_that_step_and_is_written_again_by_id(number, step, title):
     at = open_link("lesson", {"step": number})
     assert notes(at) == [] and at.session_state["lesson.step"] == step and at.subheader[0].value == title
@@ -371,7 +371,7 @@ def test_the_reference_lists_every_pages_parameters():
     reference = (Path(APP).parent / "docs" / "reference.md").read_text()
     titles = {"Lesson": "lesson", "Mask & predict": "predict", "Attention": "attention",
               "Losses step by step": "losses", "Representations": "representations", "Time-lapse": "timelapse",
-              "Why this guess": "why", "Syntax across a corpus": "syntax"}
+              "Why this guess": "why", "Where is the answer made": "patching", "Syntax across a corpus": "syntax"}
     rows = {}
     for line in reference.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
