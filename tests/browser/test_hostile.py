@@ -101,6 +101,7 @@ WORDS = {
                ({"step": "11", "sense_word": SHORT[0]}, [("Word", SHORT[1])])],
     "why": [({"target": SHORT[0]}, [("Target word", SHORT[1])]),
             ({"contrast": SHORT[0]}, [("Contrast word (optional)", SHORT[1])])],
+    "patching": [({"answer": SHORT[0]}, [("Answer", SHORT[1])]), ({"foil": SHORT[0]}, [("Foil", SHORT[1])])],
 }
 
 # Every address an element may hold, resolved against the page; what is off the server. A data: image is drawn

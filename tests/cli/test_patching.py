@@ -1,4 +1,4 @@
-"""`python -m bertviz_lab patch`: the JSON holds views.patching's grids to within 1e-5, the text shows the same numbers
+"""`python -m bertviz_lab patch`: the JSON holds views.patching's grids to float32 rounding, the text shows the same numbers
 aligned with the sentences and checks, --what and --direction pick the grids they name (a head counted from 1), and
 every mistake is one line on stderr and exit 2 (issue 54, point 8)."""
 
@@ -19,6 +19,7 @@ from bertviz_lab.views.patching import reading as vpa_read
 from bertviz_lab.views.patching import runs as vpa
 from bertviz_lab.views.patching.ask import PatchAsk
 from tests.helpers.lab import no_gpu_env
+from tests.helpers.patch_grids import F_ATOL, assert_same_grid
 from tests.helpers.paths import ROOT
 
 SHIPPED = ROOT / "checkpoints" / "bertviz-mini"
@@ -54,16 +55,15 @@ def test_json_holds_the_views_resid_grids_both_ways_and_passes_its_checks(patchi
     got = resid_json
     assert got["tokens"] == patching.tokens and got["tokens"][got["position"]] == "[MASK]"
     assert (got["answer"], got["foil"], got["metric"]) == ("were", "was", "logit(were) - logit(was)")
-    assert got["runs"]["clean"]["F"] == pytest.approx(patching.f_clean, abs=1e-5)
-    assert got["runs"]["corrupted"]["F"] == pytest.approx(patching.f_corrupt, abs=1e-5)
-    assert got["runs"]["clean"]["p_answer"] == pytest.approx(patching.traced.p_clean, abs=1e-6)
+    assert got["runs"]["clean"]["F"] == pytest.approx(patching.f_clean, abs=F_ATOL)
+    assert got["runs"]["corrupted"]["F"] == pytest.approx(patching.f_corrupt, abs=F_ATOL)
+    assert got["runs"]["clean"]["p_answer"] == pytest.approx(patching.traced.p_clean, abs=1e-5)
     assert [g["direction"] for g in got["grids"]] == ["denoise", "noise"]
     for g in got["grids"]:
         expected = vpa.grid(patching, "resid", g["direction"])
         assert g["kind"] == "resid" and g["rows"] == expected.rows and g["columns"] == patching.tokens
-        np.testing.assert_allclose(g["values"], expected.values, atol=1e-5, rtol=0)
-        np.testing.assert_allclose(g["F"], expected.f, atol=1e-5, rtol=0)
-        assert g["sentences"] == vpa_read.sentences(patching, expected)
+        seen = assert_same_grid(patching, expected, g["values"], g["F"])
+        assert g["sentences"] == vpa_read.sentences(patching, seen)
         assert [c["name"] for c in g["checks"]] == [c.name for c in vpa_read.checks(patching, expected)]
         assert len(g["checks"]) == 4 and all(c["passed"] for c in g["checks"])
     assert got["limits"] == vpa_read.LIMITS and got["noised"] == [] and got["draws"] is None
@@ -88,14 +88,14 @@ def test_the_text_shows_runs_aligned_table_sentences_and_checks(patching, capsys
 def test_what_picks_blocks_heads_and_one_head_counted_from_1(patching, capsys):
     blocks = json.loads(patch(capsys, *PAIR, "--what", "blocks", "--direction", "noise", "--json"))
     assert [(g["kind"], g["direction"]) for g in blocks["grids"]] == [("attn", "noise"), ("mlp", "noise")]
-    np.testing.assert_allclose(blocks["grids"][1]["values"], vpa.grid(patching, "mlp", "noise").values, atol=1e-5)
+    assert_same_grid(patching, vpa.grid(patching, "mlp", "noise"), blocks["grids"][1]["values"])
     assert all(g["checks"] == [] for g in blocks["grids"])
     heads = json.loads(patch(capsys, *PAIR, "--what", "heads", "--direction", "denoise", "--json"))["grids"][0]
     assert heads["columns"] == ["head 1", "head 2", "head 3", "head 4"] and len(heads["rows"]) == 4
     one = json.loads(patch(capsys, *PAIR, "--what", "head", "2.3", "--direction", "denoise", "--json"))["grids"][0]
     expected = vpa.grid(patching, "qkv", "denoise", head=(1, 2))
     assert one["head"] == "2.3" and one["rows"] == ["query", "key", "value"]
-    np.testing.assert_allclose(one["values"], expected.values, atol=1e-5, rtol=0)
+    assert_same_grid(patching, expected, one["values"])
     text = patch(capsys, *PAIR, "--what", "head", "2.3", "--direction", "denoise")
     assert "head 2.3: one head's query, key and value" in text and "Head 2.3:" in text
 
@@ -108,7 +108,7 @@ def test_noise_corrupts_the_tokens_named_and_csv_has_every_cell(capsys, tmp_path
     ckpt = load_checkpoint(SHIPPED)
     expected = vpa.prepare(ckpt.model, ckpt.tokenizer, PatchAsk(CLEAN, answer="were", foil="was", noise=True,
                                                                 noised=(2,), draws=3, seed=7))
-    assert got["runs"]["corrupted"]["F"] == pytest.approx(expected.f_corrupt, abs=1e-5)
+    assert got["runs"]["corrupted"]["F"] == pytest.approx(expected.f_corrupt, abs=F_ATOL)
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     values = np.asarray(got["grids"][0]["values"])

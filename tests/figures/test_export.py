@@ -27,6 +27,7 @@ from bertviz_lab.figures import export, token_labels
 from bertviz_lab.figures import finetune as ff
 from bertviz_lab.figures import lesson as fle
 from bertviz_lab.figures import losses as fl
+from bertviz_lab.figures import patching as fpa
 from bertviz_lab.figures import predictions as fp
 from bertviz_lab.figures import representations as fr
 from bertviz_lab.figures import shapes as fsh
@@ -108,6 +109,11 @@ CASES = {
                       lambda t: cell(t, "<b>", "<b>") == 1.0 and np.isnan(cell(t, "a", "<b>"))),
     "why.deletion": (lambda: fy.deletion({"flow": np.array([0.5, 0.2])}, np.array([[0.5, 0.4]]), {"flow"}, "p(<b>)"),
                      lambda t: column(t, "y", trace="flow") == [0.5, 0.2]),
+    "patching.grid_heatmap": (lambda: fpa.grid_heatmap(np.array([[1.0, 0.0], [0.25, -0.5]]),
+                                                        np.array([[2.0, 0.5], [1.0, -1.0]]), ["embeddings", "layer 1"],
+                                                        ["0 a<b", "1 c"], "t"),
+                              lambda t: cell(t, "1 c", "layer 1") == -0.5 and cell(t, "0 a<b", "embeddings") == 1.0
+                              and len(t) == 4),
     "attention.attention_heatmap": (lambda: fa.attention_heatmap(W, LABELS, LABELS, "T"), check_heatmap),
     "attention.attention_grid": (lambda: fa.attention_grid(np.stack([[W, W * 2], [W * 3, W * 4]]), LABELS, LABELS,
                                                            np.array([[True, True], [True, False]]), "g"), check_grid),

@@ -17,7 +17,7 @@ from tests.helpers.lab import app_test, open_page
 from tests.helpers.paths import ROOT
 
 HOME_PAGE = ROOT / "app.py"  # Home is the default page; its links resolve only under the router
-NEED_A_GUESS = {"Mask & predict", "Why this guess?", "Losses step by step"}
+NEED_A_GUESS = {"Mask & predict", "Why this guess?", "Where is the answer made?", "Losses step by step"}
 
 
 def linked(at) -> list[str]:

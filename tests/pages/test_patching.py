@@ -4,7 +4,6 @@ draws nothing; a built-in pair, another grid, another direction, noise and a lin
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -16,6 +15,7 @@ from bertviz_lab.views.patching import runs as vpa
 from bertviz_lab.views.patching.ask import PatchAsk
 from tests.helpers.figure_data import array, figures, shown
 from tests.helpers.lab import app_test, open_page
+from tests.helpers.patch_grids import assert_same_grid
 from tests.helpers.paths import ROOT
 
 PAGE = str(ROOT / "pages" / "patching.py")
@@ -46,11 +46,10 @@ def test_the_default_pair_draws_its_residual_grid_sentences_and_passed_checks():
     assert not at.error
     ((name, heat),) = heatmaps(at).items()
     assert name.startswith("The residual stream, depth by position")
-    np.testing.assert_allclose(array(heat["z"]), resid.values, atol=1e-6)
-    np.testing.assert_allclose(array(heat["customdata"]), resid.f, atol=1e-5)
+    drawn = assert_same_grid(patching, resid, array(heat["z"]), array(heat["customdata"]))
     assert heat["y"] == resid.rows and heat["x"][6] == "6 [MASK]"
     shown_text = text(at)
-    for sentence in vpa_read.sentences(patching, resid):
+    for sentence in vpa_read.sentences(patching, drawn):
         assert sentence in shown_text
     checks = [line for m in at.markdown for line in m.value.splitlines() if "passed**]" in line or "failed**]" in line]
     assert len(checks) == len(vpa_read.checks(patching, resid)) == 4 and all("passed" in c for c in checks)
@@ -82,7 +81,7 @@ def test_a_built_in_pair_fills_the_boxes_and_runs():
     assert f"Answer **{pair.answer}** (typed), foil **{pair.foil}** (typed)" in text(at)
     patching = expected(PatchAsk(pair.clean, pair.corrupt, pair.answer, pair.foil))
     (heat,) = heatmaps(at).values()
-    np.testing.assert_allclose(array(heat["z"]), vpa.grid(patching, "resid", "denoise").values, atol=1e-6)
+    assert_same_grid(patching, vpa.grid(patching, "resid", "denoise"), array(heat["z"]))
 
 
 def test_the_other_grids_and_the_noising_direction():
@@ -95,8 +94,8 @@ def test_the_other_grids_and_the_noising_direction():
     at.segmented_control(key="patch.head").set_value(2).run()
     ((name, heat),) = heatmaps(at).items()
     assert name == "Head 2.3's query, key and value, by position: share of F restored, corrupted into clean (noising)"
-    qkv = vpa.grid(expected(DEFAULT), "qkv", "noise", (1, 2))
-    np.testing.assert_allclose(array(heat["z"]), qkv.values, atol=1e-6)
+    patching = expected(DEFAULT)
+    assert_same_grid(patching, vpa.grid(patching, "qkv", "noise", (1, 2)), array(heat["z"]))
     assert vpa_read.DIRECTION_WORDS["noise"][1:] in shown(" ".join(c.value for c in at.caption))
     checks = [line for m in at.markdown for line in m.value.splitlines() if "**]" in line]
     assert len(checks) == 4 and all("passed**]" in c for c in checks)  # the checks, on the noising grid
@@ -111,7 +110,7 @@ def test_noise_goes_on_the_tokens_that_differ_and_says_how_many_draws():
     at.slider(key="patch.draws").set_value(3).run()
     patching = expected(PatchAsk(DEFAULT_PAIR.clean, "", "were", "was", noise=True, noised=(2,), draws=3))
     (heat,) = heatmaps(at).values()
-    np.testing.assert_allclose(array(heat["z"]), vpa.grid(patching, "resid", "denoise").values, atol=1e-6)
+    assert_same_grid(patching, vpa.grid(patching, "resid", "denoise"), array(heat["z"]))
 
 
 def test_a_link_restores_the_view_and_the_view_writes_it_back():
@@ -128,5 +127,5 @@ def test_a_link_restores_the_view_and_the_view_writes_it_back():
     ((name, heat),) = heatmaps(at).items()
     assert name.startswith("Every head's output, layer by head") and name.endswith("(noising)")
     patching = expected(PatchAsk(pair.clean, pair.corrupt, pair.answer, pair.foil))
-    np.testing.assert_allclose(array(heat["z"]), vpa.grid(patching, "heads", "noise").values, atol=1e-6)
+    assert_same_grid(patching, vpa.grid(patching, "heads", "noise"), array(heat["z"]))
     assert {name: at.query_params[name] for name in query} == query

@@ -74,11 +74,8 @@ def quiz(found: AnswerPath) -> Quiz:
     row's best (a near tie) counts too. Not scored when no depth has the [MASK] first."""
     labels = tuple(depth(r) for r in found.rows)
     mask = found.tokens[found.position]
-    question = Question(f"Two runs: “{found.clean}” and the same with the subject in the other number, "
-                        f"“{found.corrupt}”. In the second run, put back one vector of the first at a time (one "
-                        f"layer, one position) and see how much of {found.metric} comes back. From which layer on "
-                        f"does the {mask}'s own vector bring back more than any other position's: where has the "
-                        f"{mask} got the subject's number?", labels)
+    question = Question(f"“{found.clean}” against “{found.corrupt}”: from which layer on does the {mask}'s own "
+                        f"vector, put back alone, bring back more of {found.metric} than any other position's?", labels)
     values, at = found.values, found.position
     first = arrival(values, at)
     if first is None:
