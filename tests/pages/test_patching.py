@@ -93,7 +93,7 @@ def test_the_other_grids_and_the_noising_direction():
     at.segmented_control(key="patch.layer").set_value(1).run()
     at.segmented_control(key="patch.head").set_value(2).run()
     ((name, heat),) = heatmaps(at).items()
-    assert name == "Head 2.3's query, key and value, by position: share of F restored, corrupted into clean (noising)"
+    assert name == "Head 2.3's query, key and value, by position · corrupted into clean (noising)"
     patching = expected(DEFAULT)
     assert_same_grid(patching, vpa.grid(patching, "qkv", "noise", (1, 2)), array(heat["z"]))
     assert vpa_read.DIRECTION_WORDS["noise"][1:] in shown(" ".join(c.value for c in at.caption))

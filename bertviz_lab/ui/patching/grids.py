@@ -77,13 +77,14 @@ def grid(ckpt: Checkpoint, patching: vpa.Patching, kind: str, direction: str,
 
 
 def title(g: Grid) -> str:
-    """The heatmap's title: what was patched, which way, and what the colour is."""
+    """The heatmap's title: what was patched and which way (the colour bar says what the colour is); short enough
+    for one line on a 1024-wide projector, where plotly does not wrap a title."""
     what = {"resid": "The residual stream, depth by position", "attn": "Attention blocks, layer by position",
             "mlp": "Feed-forward blocks, layer by position", "heads": "Every head's output, layer by head"}.get(g.kind)
     if what is None:
         layer, head = g.head
         what = f"Head {layer + 1}.{head + 1}'s query, key and value, by position"
-    return f"{what}: share of F restored, {DIRECTION_TITLES[g.direction].lower()}"
+    return f"{what} · {DIRECTION_TITLES[g.direction].lower()}"
 
 
 def draw(patching: vpa.Patching, grids: list[Grid], view: str) -> None:

@@ -26,5 +26,4 @@ def test_a_check_reads_passed_or_failed_with_its_detail():
 def test_a_title_says_what_was_patched_and_which_way():
     zeros = np.zeros((3, 4))
     qkv = Grid("qkv", "noise", zeros, zeros, ["query", "key", "value"], zeros[0], 0.0, (1, 2))
-    assert ui_patch_grids.title(qkv) == ("Head 2.3's query, key and value, by position: share of F restored, "
-                                      "corrupted into clean (noising)")
+    assert ui_patch_grids.title(qkv) == "Head 2.3's query, key and value, by position · corrupted into clean (noising)"
