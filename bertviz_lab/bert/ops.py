@@ -44,6 +44,12 @@ def _matmul(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) ->
     return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
+def packed_caches(model) -> dict[int, PackedWeightCache]:
+    """Every PackedWeightCache a model's modules hold, by id: a `copy.deepcopy` memo that makes a copy share them
+    (a packed oneDNN tensor cannot be copied, and a copy that shares the weights should share their packing too)."""
+    return {id(v): v for module in model.modules() for v in vars(module).values() if isinstance(v, PackedWeightCache)}
+
+
 class PackedWeightCache:
     """The oneDNN-packed copy of one weight, or of several stacked along d_out, with their bias;
     rebuilt when any of them changes. A change is seen by the tensors' version counters, which

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.explain.patching import (Patch, Record, Runs, head_columns, patched, position_mask, record,
+from bertviz_lab.explain.patching import (Patch, Record, Runs, head_columns, patched, position_mask, record, twin,
                                           run_from)
 from bertviz_lab.explain.score import Score
 
@@ -182,8 +182,6 @@ def value_zeroing(model: BertForPreTraining, ids: torch.Tensor, segments: torch.
                   runs: Runs | None = None) -> np.ndarray:
     """(L, T, T) float64: [l, i, j] the cosine distance between token i's output of layer l and that output with
     token j's value vectors zeroed in layer l (every head); each row then normalised to sum 1."""
-    from bertviz_lab.explain.patching import twin
-
     runs = runs or Runs(twin(model), ids, ids, segments, Score(0, None))
     with torch.no_grad():
         clean = record(runs, "clean", scored=False)

@@ -44,7 +44,7 @@ import torch
 from bertviz_lab.bert import fast
 from bertviz_lab.bert.attention import AttentionOptions, merge_heads, split_heads
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.ops import PackedWeightCache
+from bertviz_lab.bert.ops import packed_caches
 from bertviz_lab.explain.score import Score
 
 SITES = ("resid", "attn", "mlp", "heads", "q", "k", "v")
@@ -62,8 +62,7 @@ def module_at(layer: torch.nn.Module, site: str) -> tuple[torch.nn.Module, bool]
 def twin(model: BertForPreTraining) -> BertForPreTraining:
     """`model` in eval mode as a new object sharing every parameter and buffer: hooks added to it touch no one else."""
     memo = {id(t): t for t in (*model.parameters(), *model.buffers())}
-    memo.update({id(v): v for module in model.modules() for v in vars(module).values()
-                 if isinstance(v, PackedWeightCache)})  # the fast path's packed weights: shared, not copied
+    memo.update(packed_caches(model))  # the fast path's packed weights: shared, not copied
     copied = copy.deepcopy(model, memo).eval()
     copied.fast = False
     return copied

@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.ops import PackedWeightCache
+from bertviz_lab.bert.ops import packed_caches
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,7 @@ def frozen(model: BertForPreTraining) -> BertForPreTraining:
         entry = _TWINS.get(model)
         if entry is None or entry[0] != signature:
             memo = {id(p): nn.Parameter(p.detach(), requires_grad=False) for p in model.parameters()}
-            memo.update({id(v): v for module in model.modules() for v in vars(module).values()
-                         if isinstance(v, PackedWeightCache)})
+            memo.update(packed_caches(model))
             entry = _TWINS[model] = (signature, copy.deepcopy(model, memo).eval())
         twin = entry[1]
         twin.fast = model.fast  # settings a page may have changed since

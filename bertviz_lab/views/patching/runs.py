@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from bertviz_lab.bert.model import BertForPreTraining
@@ -203,8 +202,3 @@ def tolerance(patching: Patching) -> float:
     rounding grows with it) over the difference the score is normalised by."""
     size = max(1.0, abs(patching.f_clean), abs(patching.f_corrupt))
     return 1e-5 * size / abs(patching.f_clean - patching.f_corrupt)
-
-
-def strongest(values: np.ndarray) -> tuple[int, int]:
-    """The (row, column) of the largest cell."""
-    return tuple(int(i) for i in np.unravel_index(np.nanargmax(values), values.shape))

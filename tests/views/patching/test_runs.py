@@ -113,7 +113,6 @@ def test_a_real_grid_and_the_tolerance(pair):
     grid = vpa.grid(pair, "qkv", "noise", (3, 3))
     assert grid.values.shape == (3, len(pair.tokens)) and grid.head == (3, 3)
     assert 0 < vpa.tolerance(pair) < 1e-3 and (pair.layers, pair.heads) == (4, 4)
-    assert vpa.strongest(np.array([[0.0, 2.0], [3.0, 1.0]])) == (1, 0)
 
 
 def test_the_discriminator_scores_the_replaced_token(tmp_path):
