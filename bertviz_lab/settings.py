@@ -2,6 +2,7 @@
 
     BERTVIZ_RUNS         the runs folder (default: runs/ in the checkout, or in the user's data folder)
     BERTVIZ_BATCH_CACHE  the folder of the training batches runs keep (default: cache/batches beside it)
+    BERTVIZ_NEURON_CACHE the folder of the neurons' top contexts over a corpus (default: cache/neurons beside it)
     BERTVIZ_THREADS      the CPU threads of a run on threads 0, from 1 to the cores (default: watch the machine)
     BERTVIZ_MAX_RUNS     in classroom mode, how many runs visitors may train at once, 1 to 99 (default 2)
     BERTVIZ_CLASSROOM    1 (or true, yes, on): classroom mode, as `bertviz-lab app --classroom` sets it; 0 or unset: off
@@ -26,6 +27,7 @@ from bertviz_lab.errors import ConfigError
 from bertviz_lab.files import MAX_PATH_CHARS, in_system_folder
 
 RUNS, BATCH_CACHE, THREADS = "BERTVIZ_RUNS", "BERTVIZ_BATCH_CACHE", "BERTVIZ_THREADS"
+NEURON_CACHE = "BERTVIZ_NEURON_CACHE"
 MAX_RUNS, CLASSROOM, STARTED_BY = "BERTVIZ_MAX_RUNS", "BERTVIZ_CLASSROOM", "BERTVIZ_STARTED_BY"
 MAX_DIGITS = 6  # no whole-number setting is larger; more digits are refused before `int` reads them
 MAX_WHO_CHARS = 200  # who started a run, as its records keep it

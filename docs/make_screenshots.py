@@ -37,14 +37,16 @@ RUN_PAGES = [("pretrain", "pretrain", "pretrain"), ("finetune", "finetune", "fin
 SECTIONS = [("attention_layer", "attention", "The rest of the layer",
              "After attention: the rest of the layer for this query")]
 # Pages seen on a 1366 x 768 laptop, scrolled to a heading: (file name, page path and query, the heading).
-LAPTOP = [("patching", "patching", "Copy one activation across, and see how much of the answer moves")]
+LAPTOP = [("patching", "patching", "Copy one activation across, and see how much of the answer moves"),
+          ("neurons", "neurons", "Two thirds of BERT's weights")]
 # Close-ups of a runs page's overlay, every finished run of the kind picked: (file name, page path, kind,
 # the section's subheader, the multiselect's label). Skipped without two finished runs.
 OVERLAYS = [("finetune_compare", "finetune", "finetune", "Compare runs", "Overlay runs")]
 # Projector view on a 1024 x 768 projector: (file name, page path and query, the heading to scroll to or None).
 PROJECTOR = [("projector", "attention?projector=1", None),
              ("projector_chart", "attention?projector=1", "Layer 0 · head 0"),
-             ("patching_projector", "patching?projector=1", "Copy one activation across")]
+             ("patching_projector", "patching?projector=1", "Copy one activation across"),
+             ("neurons_projector", "neurons?projector=1", "Two thirds of BERT's weights")]
 MAIN = '[data-testid="stMainBlockContainer"]'
 
 

@@ -59,6 +59,15 @@ def batch_cache_in_a_temporary_folder(tmp_path_factory):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def neuron_cache_in_a_temporary_folder(tmp_path_factory):
+    """The neurons' indexes (neurons/index.py) are kept in a temporary folder, not the checkout's cache/: in the
+    environment, so the commands tests start inherit it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BERTVIZ_NEURON_CACHE", str(tmp_path_factory.mktemp("neuron-cache")))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def runs_on_fixed_threads():
     """Runs on threads 0 take a fixed number of threads (pretrain/threads.py's BERTVIZ_THREADS: one, what 0 gave on
     these 2-core machines before it watched the load), not whatever cores the machine has free: a test compares

@@ -13,6 +13,7 @@ import pytest
 
 from bertviz_lab import classroom
 from bertviz_lab.errors import ConfigError
+from bertviz_lab.neurons.index import cache_folder
 from bertviz_lab.pretrain import batch_cache, runs, threads
 from bertviz_lab.pretrain.config import TrainConfig
 from tests.helpers.lab import app_test
@@ -25,12 +26,14 @@ ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0  # root writes into any
 
 # Each setting, the function that reads it, and values it must refuse ({file}, {dangling}, ... are made per test).
 READERS = {"BERTVIZ_RUNS": runs.runs_root, "BERTVIZ_BATCH_CACHE": batch_cache.folder,
-           "BERTVIZ_THREADS": lambda: threads.Threads(0), "BERTVIZ_MAX_RUNS": classroom.max_runs,
+           "BERTVIZ_NEURON_CACHE": cache_folder, "BERTVIZ_THREADS": lambda: threads.Threads(0),
+           "BERTVIZ_MAX_RUNS": classroom.max_runs,
            "BERTVIZ_CLASSROOM": classroom.classroom_mode}
 BAD_FOLDERS = ["~nosuchuser/runs", "~nosuchuser", "{file}", "/etc/passwd", "{dangling}", "{file}/below", "/",
                "/proc/self", "{tmp}/a\nb", "{tmp}/" + "x" * 5000]
 BAD_WHOLE = ["²", "1²", "٣", "１", "1" * 5000, "0", "-1", "+1", "1.5", "two", "1 1"]
-BAD = ([(name, value) for name in ("BERTVIZ_RUNS", "BERTVIZ_BATCH_CACHE") for value in BAD_FOLDERS]
+FOLDERS = ("BERTVIZ_RUNS", "BERTVIZ_BATCH_CACHE", "BERTVIZ_NEURON_CACHE")
+BAD = ([(name, value) for name in FOLDERS for value in BAD_FOLDERS]
        + [(name, value) for name in ("BERTVIZ_THREADS", "BERTVIZ_MAX_RUNS") for value in BAD_WHOLE]
        + [("BERTVIZ_MAX_RUNS", "100"), ("BERTVIZ_THREADS", str(len(threads.cores()) + 1))]
        + [("BERTVIZ_CLASSROOM", value) for value in ("maybe", "2", "²", "yes please", "1" * 5000)])
@@ -56,7 +59,7 @@ def test_a_bad_setting_is_one_sentence_naming_the_variable_and_the_fix(monkeypat
 
 
 @pytest.mark.skipif(ROOT_USER, reason="root may write into a read-only folder")
-@pytest.mark.parametrize("name", ["BERTVIZ_RUNS", "BERTVIZ_BATCH_CACHE"])
+@pytest.mark.parametrize("name", FOLDERS)
 def test_a_folder_that_cannot_be_written_is_refused(monkeypatch, tmp_path, name):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)

@@ -24,6 +24,8 @@ Other devices use `F.dropout`.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -48,6 +50,17 @@ def packed_caches(model) -> dict[int, PackedWeightCache]:
     """Every PackedWeightCache a model's modules hold, by id: a `copy.deepcopy` memo that makes a copy share them
     (a packed oneDNN tensor cannot be copied, and a copy that shares the weights should share their packing too)."""
     return {id(v): v for module in model.modules() for v in vars(module).values() if isinstance(v, PackedWeightCache)}
+
+
+def twin(model: nn.Module) -> nn.Module:
+    """`model` in eval mode as a new object sharing every parameter, buffer and packed weight, on the textbook path
+    (`fast` off: every module is called, so forward hooks fire). Hooks added to it touch no one else: activation
+    patching (explain/patching.py) and the feed-forward neurons (neurons/read.py) hook their twin."""
+    memo = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    memo.update(packed_caches(model))  # the fast path's packed weights: shared, not copied
+    copied = copy.deepcopy(model, memo).eval()
+    copied.fast = False
+    return copied
 
 
 class PackedWeightCache:

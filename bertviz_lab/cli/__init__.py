@@ -13,6 +13,9 @@ attribute   which tokens made the model guess its word at a [MASK]: eight attrib
             their agreement and the deletion check, as a table or JSON
 patch       where is the answer made? activation patching between a clean and a corrupted sentence: the residual
             stream, the attention and feed-forward blocks, the heads, one head's query, key and value, as tables or JSON
+neurons     inside the feed-forward layer: a sentence's most active neurons and their factors, the neurons behind a
+            [MASK] guess with the causal test against random ones, or one neuron's top contexts over a corpus, what it
+            writes and what switching it off does, as tables or JSON
 syntax      what the model knows of grammar over a corpus (the story world's trees or a CoNLL-U file): the heads
             that follow each dependency relation, the structural probe by layer against a random-weights control,
             subject-verb agreement across attractors, as tables or JSON
@@ -27,9 +30,9 @@ runs        list, stop, resume or delete the pretraining and fine-tuning runs un
 Every --checkpoint takes a model folder or a Hugging Face Hub id (bert-base-uncased, org/name): a folder
 that exists wins; a Hub id opens from the Hugging Face cache, downloaded into it the first time.
 
-explore.py holds predict, similarity, lens, heads and info; explain.py attribute; patching.py patch; syntax.py
-syntax; finetune.py finetune and classify; training.py train, publish and runs. They sit on views/, syntax/, finetune/ and pretrain/
-and import them lazily, so `--help` is instant. User mistakes print one line on stderr and exit with status 2;
+explore.py holds predict, similarity, lens, heads and info; explain.py attribute; patching.py patch; neurons.py
+neurons; syntax.py syntax; finetune.py finetune and classify; training.py train, publish and runs. They sit on views/,
+syntax/, finetune/ and pretrain/ and import them lazily, so `--help` is instant. User mistakes print one line on stderr and exit with status 2;
 nothing a user types should produce a traceback.
 """
 
@@ -40,6 +43,7 @@ import os
 import sys
 
 from bertviz_lab.cli import app as cli_app, explain, explore, finetune, syntax, training
+from bertviz_lab.cli import neurons as neurons_cli
 from bertviz_lab.cli import patching as patching_cli
 from bertviz_lab.cli.common import EXIT_USAGE
 from bertviz_lab.cli.explore import model_card
@@ -47,7 +51,7 @@ from bertviz_lab.errors import LabError
 
 __all__ = ["EXIT_USAGE", "build_parser", "console", "main", "model_card"]
 COMMANDS = {**cli_app.COMMANDS, **explore.COMMANDS, **explain.COMMANDS, **patching_cli.COMMANDS,
-            **syntax.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
+            **neurons_cli.COMMANDS, **syntax.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
 
 
 def build_parser(prog: str = "python -m bertviz_lab") -> argparse.ArgumentParser:
@@ -57,6 +61,7 @@ def build_parser(prog: str = "python -m bertviz_lab") -> argparse.ArgumentParser
     explore.add_parsers(sub)  # predict, similarity, lens, heads, info
     explain.add_parser(sub)  # attribute
     patching_cli.add_parser(sub)  # patch
+    neurons_cli.add_parser(sub)  # neurons
     syntax.add_parser(sub)
     finetune.add_classify_parser(sub)
     training.add_train_parser(sub)

@@ -34,7 +34,6 @@ ALBERT's one layer serves every depth: a hook is added around one depth's call, 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,7 +43,7 @@ import torch
 from bertviz_lab.bert import fast
 from bertviz_lab.bert.attention import AttentionOptions, merge_heads, split_heads
 from bertviz_lab.bert.model import BertForPreTraining
-from bertviz_lab.bert.ops import packed_caches
+from bertviz_lab.bert.ops import twin  # noqa: F401  (here too: the patching pages' copy of the model)
 from bertviz_lab.explain.score import Score
 
 SITES = ("resid", "attn", "mlp", "heads", "q", "k", "v")
@@ -57,15 +56,6 @@ def module_at(layer: torch.nn.Module, site: str) -> tuple[torch.nn.Module, bool]
     return {"attn": (layer.attention.output.dense, False), "mlp": (layer.output.dense, False),
             "heads": (layer.attention.output.dense, True), "q": (layer.attention.self.query, False),
             "k": (layer.attention.self.key, False), "v": (layer.attention.self.value, False)}[site]
-
-
-def twin(model: BertForPreTraining) -> BertForPreTraining:
-    """`model` in eval mode as a new object sharing every parameter and buffer: hooks added to it touch no one else."""
-    memo = {id(t): t for t in (*model.parameters(), *model.buffers())}
-    memo.update(packed_caches(model))  # the fast path's packed weights: shared, not copied
-    copied = copy.deepcopy(model, memo).eval()
-    copied.fast = False
-    return copied
 
 
 @dataclass(frozen=True)

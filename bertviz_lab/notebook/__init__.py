@@ -7,6 +7,7 @@ the app's page draws, from the same view and figure builder, so it renders inlin
     nb.predict(lab, "the cat sat on the [MASK] .")   # Mask & predict
     nb.attention(lab, "the animal was tired because it ran .", layer=0, head=0)
     nb.patch(lab, "the keys [MASK] here .", "the key [MASK] here .")   # Where is the answer made?
+    nb.neurons(lab, "she ate the [MASK] .", layer=3, neuron=17)         # Inside the feed-forward layer
 
 Every call takes, in place of `lab`, anything `load` takes by name (`nb.predict("bertviz-mini", ...)`); a model
 opened by name is loaded once. Layers, heads, tokens and masks count from 0, as in the code. A mistake in the
@@ -19,8 +20,9 @@ from bertviz_lab.notebook.attention_calls import attention, head_roles, layer_st
 from bertviz_lab.notebook.lab import Lab, load
 from bertviz_lab.notebook.grammar import syntax
 from bertviz_lab.notebook.explanations import deletion, why
+from bertviz_lab.notebook.neurons import neurons
 from bertviz_lab.notebook.patching import patch
 from bertviz_lab.notebook.words import logit_lens, predict, same_word
 
-__all__ = ["Lab", "attention", "deletion", "head_roles", "layer_steps", "load", "logit_lens", "patch", "predict",
-           "same_word", "softmax_steps", "syntax", "why"]
+__all__ = ["Lab", "attention", "deletion", "head_roles", "layer_steps", "load", "logit_lens", "neurons", "patch",
+           "predict", "same_word", "softmax_steps", "syntax", "why"]

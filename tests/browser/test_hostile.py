@@ -40,7 +40,8 @@ CONTEXTS = {"representations": ("tab", ["Same word, different contexts", "Neares
                                         "Embedding geometry", "Shapes and padding"]),
             "lesson": ("step", ["1", "3", "7", "8", "11"]),
             "syntax": ("source", ["own"]),
-            "timelapse": ("history", ["run tiny"])}  # the run below, whose checkpoints read a typed sentence
+            "timelapse": ("history", ["run tiny"]),
+            "neurons": ("section", ["One sentence", "One neuron", "Neurons behind the guess"])}  # the run below, whose checkpoints read a typed sentence
 MENU = ["", *PAGES, "pretrain", "finetune", "worked"]  # "": Home; the last three read no parameter of their own
 
 
@@ -91,6 +92,7 @@ TYPED = {
     ("pretrain", None): [("Probe sentence", ALL), pretrain_form],
     ("worked", None): [("Tokens (separated by spaces)", ALL), mlm_tab, ("Vocabulary words (separated by spaces)", ALL)],
     ("syntax", "own"): [("Your sentences, one a line", SHORT[0])],
+    ("neurons", "One sentence"): [("Sentence, with [MASK] where a guess goes", SHORT[0])],
 }
 # page -> its parameters that take a word (100 characters at most): (the link, then what is typed in its box)
 WORDS = {
@@ -102,6 +104,8 @@ WORDS = {
     "why": [({"target": SHORT[0]}, [("Target word", SHORT[1])]),
             ({"contrast": SHORT[0]}, [("Contrast word (optional)", SHORT[1])])],
     "patching": [({"answer": SHORT[0]}, [("Answer", SHORT[1])]), ({"foil": SHORT[0]}, [("Foil", SHORT[1])])],
+    "neurons": [({"section": "Neurons behind the guess", "answer": SHORT[0]}, [("Answer", SHORT[1])]),
+                ({"section": "Neurons behind the guess", "foil": SHORT[0]}, [("Foil (optional)", SHORT[1])])],
 }
 
 # Every address an element may hold, resolved against the page; what is off the server. A data: image is drawn

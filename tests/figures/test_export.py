@@ -27,6 +27,7 @@ from bertviz_lab.figures import export, token_labels
 from bertviz_lab.figures import finetune as ff
 from bertviz_lab.figures import lesson as fle
 from bertviz_lab.figures import losses as fl
+from bertviz_lab.figures import neurons as fne
 from bertviz_lab.figures import patching as fpa
 from bertviz_lab.figures import predictions as fp
 from bertviz_lab.figures import representations as fr
@@ -114,6 +115,29 @@ CASES = {
                                                         ["0 a<b", "1 c"], "t"),
                               lambda t: cell(t, "1 c", "layer 1") == -0.5 and cell(t, "0 a<b", "embeddings") == 1.0
                               and len(t) == 4),
+    "neurons.activation_heatmap": (lambda: fne.activation_heatmap(W, TOKENS, 1, top=2),  # peaks 0.7, 0.5, 0.6
+                                   lambda t: sorted(set(t["x"])) == ["n 0", "n 2"] and cell(t, "n 2", "1 a<b") == 0.25
+                                   and cell(t, "n 0", "2 [SEP]") == 0.0 and len(t) == 6),
+    "neurons.top_neurons_bar": (lambda: fne.top_neurons_bar([4, 9], [2.5, -0.1], ["fish", "<b>"], "a<b", 2),
+                                lambda t: column(t, "x") == [2.5, -0.1] and column(t, "y") == ["n 4 → fish", "n 9 → <b>"]),
+    "neurons.factor_strips": (lambda: fne.factor_strips(W[:, :2], TOKENS, ["factor 1", "factor 2"], "t"),
+                              lambda t: column(t, "strength", y="factor 2") == [0.2, 0.5, 0.4]
+                              and cell(t, "1 a<b", "factor 2") == 1.0 and cell(t, "2 [SEP]", "factor 1") == 0.0),
+    "neurons.attribution_bar": (lambda: fne.attribution_bar(["L1 n 3", "L0 n <2>"], np.array([0.5, -0.25]), "F", "a"),
+                                lambda t: column(t, "x", y="L0 n <2>") == [-0.25] and len(t) == 2),
+    "neurons.causal_test": (lambda: fne.causal_test(1.5, np.array([0.1, -0.2, 0.4]), 10, "logit(fish)", "c"),
+                            lambda t: column(t, "y", trace="top 10 neurons") == [1.5]
+                            and column(t, "y", trace="10 random neurons: each draw") == [0.1, -0.2, 0.4]
+                            and column(t, "y", trace="10 random neurons: mean") == pytest.approx([0.1])),
+    "neurons.outlier_weights": (lambda: fne.outlier_weights(np.array([[1.0, 5.0, 1.1], [0.9, 1.0, -3.0]]),
+                                                            np.array([[1], [2]]), "w"),
+                                lambda t: column(t, "y", trace="layer 1") == [0.9, 1.0, -3.0]
+                                and column(t, "layer", trace="outliers") == [0, 1]
+                                and column(t, "x", trace="outliers") == [1, 2]),
+    "neurons.outlier_loss": (lambda: fne.outlier_loss(2.0, 5.0, np.array([2.1, 2.2]), (7, 9), "l"),
+                             lambda t: column(t, "y", trace="nothing zeroed") == [2.0]
+                             and column(t, "y", trace="dims 7, 9 zeroed") == [5.0]
+                             and column(t, "y", trace="2 random dims zeroed: each draw") == [2.1, 2.2]),
     "attention.attention_heatmap": (lambda: fa.attention_heatmap(W, LABELS, LABELS, "T"), check_heatmap),
     "attention.attention_grid": (lambda: fa.attention_grid(np.stack([[W, W * 2], [W * 3, W * 4]]), LABELS, LABELS,
                                                            np.array([[True, True], [True, False]]), "g"), check_grid),

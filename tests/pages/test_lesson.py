@@ -25,6 +25,7 @@ from bertviz_lab.views.lesson import vector_steps as vlv
 from bertviz_lab.views.patching import runs as vpa
 from bertviz_lab.views.patching.ask import PatchAsk
 from tests.helpers.lab import app_test
+from tests.helpers.lesson_neurons import expected as neuron_word
 from tests.helpers.lesson_page import PAGE, SENSES, SHIPPED, answer, go, options, page, paragraph, score, widget
 
 
@@ -101,6 +102,8 @@ def expected_answers(ckpt, at: AppTest) -> dict[str, tuple[object, set]]:
     found["guess"] = max(top, key=top.get), near(top)
     found["why"] = hiding_lowers_most(ckpt, enc)
     found["patching"] = first_depth_at_the_mask(ckpt)
+    go(at, "neurons")
+    found["neurons"] = neuron_word(ckpt, at)  # the word of largest activation, by a hook on the layer's W_2
     nll = -float(probs[tok.token_to_id("mat")].log())
     band = next(label for edge, label in vl.LOSS_BANDS if nll < edge)
     found["loss"] = band, {band}
@@ -149,7 +152,7 @@ def test_every_step_reveals_the_models_own_answer_and_the_score_counts(mini):
             at.button(key="lesson.next").click().run()
     assert at.button(key="lesson.next").disabled
     at.button(key="lesson.back").click().run()
-    assert at.subheader[0].value == "11. A linear probe" and at.selectbox(key="lesson.step").value == "probe"
+    assert at.subheader[0].value == "12. A linear probe" and at.selectbox(key="lesson.step").value == "probe"
     assert "Dev accuracy" in at.success[0].value.replace("\\", "")  # still revealed, still right
 
 

@@ -3,7 +3,7 @@ the steps, their order, titles and paragraphs are views/lesson/steps.py's list):
 can be shown before the guess, the question (ui/lesson/stepper.py's `ask`), and the live view the Reveal unlocks.
 
 Every renderer takes the active model's checkpoint; every number comes from views/ (views/lesson/, over attention,
-predict, explain, neighbours and representations) and every chart from figures/.
+predict, explain, patching, neurons, neighbours and representations) and every chart from figures/.
 Bad input and missing heads raise InputError, which the page shows as a sentence (`ui_lesson.shown_errors`).
 """
 
@@ -27,6 +27,7 @@ from bertviz_lab.head_id import HeadId
 from bertviz_lab.ui.attention import cached as ui_attention
 from bertviz_lab.ui.lesson import stepper as ui_lesson
 from bertviz_lab.ui.shell import state
+from bertviz_lab.ui.shell.models import ModelKey, model_key
 from bertviz_lab.ui.shell.state import Lesson as K
 from bertviz_lab.ui.kit.tables import by_position, number, numbers
 from bertviz_lab.ui.kit.widgets import chart
@@ -34,6 +35,7 @@ from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import head_steps as vlh
+from bertviz_lab.views.lesson import neuron_step as vln
 from bertviz_lab.views.lesson import patch_step as vlp
 from bertviz_lab.views.lesson import runs as lesson_runs
 from bertviz_lab.views.lesson import steps as vls
@@ -211,6 +213,34 @@ def answer_path(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
             if st.button("Open “Where is the answer made?”", key=f"{K.REVEAL.name}.open_patching",
                          icon=":material/swap_horiz:"):
                 st.switch_page("pages/patching.py")
+
+
+@st.cache_data(max_entries=16, show_spinner="Reading the story world through every neuron (once per model)…")
+def _story_neuron(key: ModelKey, _view: Callable, _ckpt: Checkpoint):
+    """The neuron step's `_view(ckpt)` (it reads the index kept beside the model, not only its weights), cached per
+    model and device like ui_lesson.computed, and shared by every session."""
+    return _view(_ckpt)
+
+
+@renders("neurons")
+def neuron_fires(ckpt: Checkpoint, frame: ui_lesson.Frame) -> None:
+    quiz, found = _story_neuron(model_key(ckpt), vln.story_neuron, ckpt)
+    frame.left.caption(f"Layers and neurons count from 0. Over the story world this neuron's mean activation is "
+                       f"{found.mean:.3f}.")
+    if answered := ui_lesson.ask(frame.bar, quiz.question, ui_lesson.basis(ckpt, found.name), lambda: quiz):
+        with frame.below:
+            chart(answer_bars(found.labels, found.values.tolist(), quiz.answer, answered.guess,
+                              f"The activation of {found.name} at each word", x_title="activation"),
+                  "lesson_neurons")
+            st.markdown(f"**Its top {len(found.contexts)} contexts in the story world** (the firing word in bold):\n"
+                        + "\n".join(f"- {c.value:.3f}: " + " ".join(f"**{plain(w)}**" if i == c.position else plain(w)
+                                                                     for i, w in enumerate(c.words))
+                                     for c in found.contexts))
+            st.caption("What fires a neuron is read off the model, not told to it; what it writes when it fires, and "
+                       "what switching it off does to a guess, are on the “Inside the feed-forward layer” page.")
+            if st.button("Open “Inside the feed-forward layer”", key=f"{K.REVEAL.name}.open_neurons",
+                         icon=":material/hub:"):
+                st.switch_page("pages/neurons.py")
 
 
 @renders("loss")

@@ -33,11 +33,13 @@ from bertviz_lab.ui.shell import state
 from bertviz_lab.ui.shell.link_readers import choice, flag, head_name, integer, number, token_range
 from bertviz_lab.ui.shell.state import (Attention, Classroom, Key, Lesson, Losses, Model, Predict, Representations,
                                   Sentences, Syntax, TimeLapse, Why)
+from bertviz_lab.ui.shell.state_neurons import CORPORA, SECTIONS, Neurons
 from bertviz_lab.ui.shell.state_patching import VIEWS, Patch
 from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
 from bertviz_lab.views.lesson import steps as vls
+from bertviz_lab.views.neurons.ask import MAX_FACTORS, MAX_K, METHODS
 from bertviz_lab.views.patching.ask import MAX_DRAWS
 
 MAX_TEXT = 1_000  # characters of one sentence in a link: longer ones make URLs that break and dense QR codes
@@ -150,6 +152,14 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
                  Param("draws", Patch.DRAWS, integer(1, MAX_DRAWS)), Param("seed", Patch.SEED, integer(0, 2**31 - 1)),
                  Param("grid", Patch.GRID, choice(VIEWS)), Param("direction", Patch.DIRECTION, choice(DIRECTIONS)),
                  Param("layer", Patch.LAYER, LAYER), Param("head", Patch.HEAD, HEAD)),
+    "neurons": (Param("text", Neurons.TEXT, text(), label="Sentence"), Param("section", Neurons.SECTION, choice(SECTIONS)),
+                Param("layer", Neurons.LAYER, LAYER), Param("token", Neurons.TOKEN, TOKEN),
+                Param("neuron", Neurons.NEURON, integer(0, 999_999)),
+                Param("factors", Neurons.FACTORS, integer(1, MAX_FACTORS)),
+                Param("corpus", Neurons.CORPUS, choice(list(CORPORA))),
+                Param("own", Neurons.OWN, text(), label="Your sentences"),
+                Param("answer", Neurons.ANSWER, text(100), label="Answer"), Param("foil", Neurons.FOIL, text(100), label="Foil"),
+                Param("method", Neurons.METHOD, choice(list(METHODS))), Param("k", Neurons.K, integer(1, MAX_K))),
 }
 RESTORED, NOTES = Classroom.RESTORED, Classroom.NOTES
 

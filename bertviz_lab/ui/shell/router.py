@@ -46,13 +46,16 @@ HOME = PageInfo("pages/home.py", "Home", ":material/home:", START, "")
 PAGES = (  # the menu's order: each section's pages together
     HOME,
     PageInfo("pages/lesson.py", "Lesson", ":material/school:", START,
-             "A class walks through BERT in twelve steps, from tokens to contextual vectors: guess first, then reveal."),
+             "A class walks through BERT in thirteen steps, from tokens to contextual vectors: guess first, then reveal."),
     PageInfo("pages/worked.py", "Worked examples", ":material/calculate:", START,
              f"The hand computations of {cite('000')} and {cite('001')} as calculators, with the exact values."),
     PageInfo("pages/predict.py", "Mask & predict", ":material/visibility_off:", READ,
              "Hide words and see what the model guesses, with and without the words to the right.", "guess"),
     PageInfo("pages/attention.py", "Attention", ":material/grid_on:", READ,
              "Every head's attention matrix, and the softmax steps for any word, one number at a time."),
+    PageInfo("pages/neurons.py", "Inside the feed-forward layer", ":material/memory:", READ,
+             "Two thirds of BERT's weights: what each neuron fires on, the words it writes, and whether a guess rests "
+             "on it."),
     PageInfo("pages/representations.py", "Representations", ":material/scatter_plot:", READ,
              "What the model learned: one word's vector in different sentences, layer by layer, and the logit lens."),
     PageInfo("pages/why.py", "Why this guess?", ":material/psychology_alt:", EXPLAIN,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bertviz_lab.views.lesson import head_steps as vlh
+from bertviz_lab.views.lesson import neuron_step as vln
 from bertviz_lab.views.lesson import patch_step as vlp
 from bertviz_lab.views.lesson import questions as vl
 from bertviz_lab.views.lesson import runs as lesson_runs
@@ -80,6 +81,14 @@ STEPS: tuple[Step, ...] = (
          "layer. At the embeddings only the changed word differs between the runs, and the last layer is read at the "
          "[MASK] alone: somewhere between, the subject's number reaches the [MASK].",
          vlp.answer_path),
+    Step("neurons", "Inside the feed-forward layer",
+         "After its attention, each layer sends every token's vector alone through a feed-forward block: thousands "
+         "of neurons, two thirds of BERT's weights. A neuron's input weights are a pattern it looks for (a key): "
+         "its activation is large on the tokens that match it and near 0 elsewhere. Its output weights are what it "
+         "adds to the token's vector when it fires (a value). Which tokens fire a neuron is found, not told: read "
+         "the model over many sentences and keep each neuron's top contexts. This neuron is the active model's own, "
+         "the one whose top contexts in the story world fire on one word most often.",
+         vln.story_neuron),
     Step("loss", "The MLM loss",
          "In pretraining the hidden word is known, and BERT is scored on it: the loss at a masked position is "
          "−log p(true word). It is 0 when BERT gives the true word probability 1, ln V when it spreads its "

@@ -24,7 +24,8 @@ from tests.helpers.paths import ROOT
 APP = str(ROOT / "app.py")
 PAGE_FILES = {"predict": "pages/predict.py", "attention": "pages/attention.py", "losses": "pages/losses.py",
               "representations": "pages/representations.py", "timelapse": "pages/timelapse.py", "why": "pages/why.py",
-              "syntax": "pages/syntax.py", "lesson": "pages/lesson.py", "patching": "pages/patching.py"}
+              "syntax": "pages/syntax.py", "lesson": "pages/lesson.py", "patching": "pages/patching.py",
+              "neurons": "pages/neurons.py"}
 NOTE = "This link asked for something this view cannot show"
 
 
@@ -157,7 +158,7 @@ def test_a_lesson_link_names_its_step_by_id_and_round_trips():
 
 
 @pytest.mark.parametrize(("number", "step", "title"), [("1", "tokens", "1. Tokens"),
-                                                       ("9", "training", "10. A short training run")])
+                                                       ("9", "training", "11. A short training run")])
 def test_a_lesson_link_shared_with_a_step_number_opens_that_step_and_is_written_again_by_id(number, step, title):
     at = open_link("lesson", {"step": number})
     assert notes(at) == [] and at.session_state["lesson.step"] == step and at.subheader[0].value == title
@@ -360,7 +361,8 @@ def test_runs_in_a_link_is_the_runs_root_wherever_it_points(visitor, monkeypatch
     assert query_of(at)["model"] == "runs/r1/checkpoint"
 
 
-@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse", "why", "syntax", "lesson"])
+@pytest.mark.parametrize("page", ["predict", "losses", "representations", "timelapse", "why", "syntax", "lesson",
+                                  "neurons"])
 def test_every_page_survives_garbage_in_every_one_of_its_parameters(page):
     garbage = {p.name: ("\x07" * 3 if i % 2 else "9" * 40) for i, p in enumerate(links.PAGES[page])}
     at = open_link(page, garbage)
@@ -371,7 +373,8 @@ def test_the_reference_lists_every_pages_parameters():
     reference = (Path(APP).parent / "docs" / "reference.md").read_text()
     titles = {"Lesson": "lesson", "Mask & predict": "predict", "Attention": "attention",
               "Losses step by step": "losses", "Representations": "representations", "Time-lapse": "timelapse",
-              "Why this guess": "why", "Where is the answer made": "patching", "Syntax across a corpus": "syntax"}
+              "Why this guess": "why", "Where is the answer made": "patching", "Syntax across a corpus": "syntax",
+              "Inside the feed-forward layer": "neurons"}
     rows = {}
     for line in reference.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

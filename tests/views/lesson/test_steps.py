@@ -61,7 +61,8 @@ def test_the_frozen_order_of_numbered_links_names_only_steps_of_the_list():
 
 def test_a_step_added_later_is_linked_by_its_id_only():
     assert "patching" not in vls.LINKED_BY_NUMBER and vls.ids().index("patching") == vls.ids().index("why") + 1
-    assert vls.from_link("7") == "loss" and vls.position("loss") == 8  # ?step=7 opens what it opened when shared
+    assert "neurons" not in vls.LINKED_BY_NUMBER and vls.ids().index("neurons") == vls.ids().index("patching") + 1
+    assert vls.from_link("7") == "loss" and vls.position("loss") == 9  # ?step=7 opens what it opened when shared
 
 
 def test_a_link_names_a_step_by_its_id_and_reads_it_back():
@@ -99,6 +100,6 @@ def test_guesses_and_answers_stay_with_their_step_when_the_list_is_reordered(mon
     assert again.subheader[0].value == "1. Contextual vectors" and widget(again, "contextual").value is None
     assert again.button(key="lesson.reveal.contextual").disabled and again.button(key="lesson.back").disabled
     go(again, "tokens")  # now last: its answer came along
-    assert again.subheader[0].value == "12. Tokens" and again.button(key="lesson.next").disabled
+    assert again.subheader[0].value == "13. Tokens" and again.button(key="lesson.next").disabled
     assert "The model's answer: **9**" in again.success[0].value
     assert score(again) == "**Score:** 1 of 1 right so far"
