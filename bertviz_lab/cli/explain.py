@@ -185,7 +185,8 @@ class Bar:
     QUIET_S = 3.0  # a run shorter than this says nothing off a terminal
     EVERY_S = 5.0
 
-    def __init__(self) -> None:
+    def __init__(self, command: str = "attribute") -> None:
+        self.command = command  # the command the lines name: attribute, patch, neurons
         self.bar, self.label = None, None
         self.start, self.said = time.monotonic(), -math.inf
 
@@ -205,7 +206,7 @@ class Bar:
         if now - self.start < self.QUIET_S or (label == self.label and now - self.said < self.EVERY_S):
             return
         self.label, self.said = label, now
-        print(f"attribute: {label} {fraction:.0%} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
+        print(f"{self.command}: {label} {fraction:.0%} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:

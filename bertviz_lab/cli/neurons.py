@@ -8,12 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import textwrap
-import time
 
 from bertviz_lab.cli.common import CHECKPOINT_HELP, load, printable
-from bertviz_lab.cli.explain import Bar as _ExplainBar
+from bertviz_lab.cli.explain import Bar
 from bertviz_lab.errors import InputError
 
 PER_LAYER = 5  # neurons listed per layer at the chosen token
@@ -108,7 +106,7 @@ def cmd_neurons(args) -> int:
     sentence = sentence_view(ckpt, ask)  # checks the layer, the neuron and the token against the model and text
     neuron = behind = None
     if corpus is not None:
-        with Bar() as bar:
+        with Bar("neurons") as bar:
             index = corpus_index(ckpt, corpus, lambda f, _: bar(f, f"indexing {corpus.name}"))
         neuron = neuron_view(ckpt, index, ask, corpus.name)
     elif sentence.mask is not None or sentence.replaced is not None:
@@ -227,16 +225,6 @@ def report_lines(sentence, neuron=None, behind=None) -> list[str]:
         lines += behind_lines(behind)
     return [*lines, "", *_wrapped(LIMITS)]
 
-
-class Bar(_ExplainBar):
-    """The index's progress on stderr, named for this command."""
-
-    def _line(self, fraction: float, label: str) -> None:
-        now = time.monotonic()
-        if now - self.start < self.QUIET_S or (label == self.label and now - self.said < self.EVERY_S):
-            return
-        self.label, self.said = label, now
-        print(f"neurons: {label} {fraction:.0%} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
 
 
 COMMANDS = {"neurons": cmd_neurons}

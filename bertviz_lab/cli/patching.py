@@ -8,12 +8,10 @@ import argparse
 import csv
 import json
 import re
-import sys
 import textwrap
-import time
 
 from bertviz_lab.cli.common import CHECKPOINT_HELP, load, printable
-from bertviz_lab.cli.explain import Bar as _ExplainBar
+from bertviz_lab.cli.explain import Bar
 from bertviz_lab.errors import InputError
 
 WHATS = {"resid": ("resid",), "blocks": ("attn", "mlp"), "heads": ("heads",), "head": ("qkv",)}
@@ -120,7 +118,7 @@ def cmd_patch(args) -> int:
     _check_head(head, ckpt.config)
     patching = vpa.prepare(ckpt.model, ckpt.tokenizer, ask)
     grids = []
-    with Bar() as bar:
+    with Bar("patch") as bar:
         for kind in kinds:
             for direction in directions:
                 grids.append(vpa.grid(patching, kind, direction, head if kind == "qkv" else None, progress=bar))
@@ -230,16 +228,6 @@ def write_csv(path: str, patching, grids) -> None:
     except OSError as exc:
         raise InputError(f"cannot write the CSV file {path}: {exc.strerror or exc}") from None
 
-
-class Bar(_ExplainBar):
-    """attribute's progress on stderr, named for this command."""
-
-    def _line(self, fraction: float, label: str) -> None:
-        now = time.monotonic()
-        if now - self.start < self.QUIET_S or (label == self.label and now - self.said < self.EVERY_S):
-            return
-        self.label, self.said = label, now
-        print(f"patch: {label} {fraction:.0%} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
 
 
 COMMANDS = {"patch": cmd_patch}

@@ -149,7 +149,8 @@ def outlier_weights(gamma: np.ndarray, dims: np.ndarray, title: str, what: str =
     xs = [int(d) for layer in range(len(gamma)) for d in dims[layer]]
     ys = [float(gamma[layer, int(d)]) for layer in range(len(gamma)) for d in dims[layer]]
     layers = [layer for layer in range(len(gamma)) for _ in dims[layer]]
-    traces.append(go.Scatter(x=xs, y=ys, mode="markers+text", name="outliers", text=[f"dim {x}" for x in xs],
+    named = [f"dim {x}" if x not in xs[:i] else "" for i, x in enumerate(xs)]  # a dimension outlying twice: named once
+    traces.append(go.Scatter(x=xs, y=ys, mode="markers+text", name="outliers", text=named,
                              textposition="top center", customdata=layers,
                              marker=dict(size=14, color="rgba(0,0,0,0)", line=dict(color=DOWN, width=2.5)),
                              hovertemplate="outlier: dimension %{x}, %{y:.6g}<br>layer %{customdata}<extra></extra>"))

@@ -160,6 +160,7 @@ def test_outlier_dimensions_at_once_and_the_loss_test_on_its_button(short_loss_t
     assert not at.get("plotly_chart")
     at.button(key="neurons.loss").click().run()
     assert not at.exception and not at.error
+    assert len(at.dataframe) == 1  # the table of dimensions once, not again under the button
     loss = next(v for k, v in charts(at).items() if k.startswith("Held-out loss"))
     np.testing.assert_allclose(array(loss["y"]), [view.test.loss], rtol=1e-9)  # the first trace: nothing zeroed
     for sentence in vne_read.outlier_sentences(view):

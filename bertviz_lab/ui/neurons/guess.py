@@ -118,7 +118,8 @@ def outliers_tab(ckpt: Checkpoint, text: str) -> None:
     """Each layer's outlying dimensions (at once: a read of the weights), then the gains drawn and the loss test: on
     its button, or at once when it was run for the class."""
     slot = OUTLIERS.slot(model_key(ckpt))
-    if not (slot.ready() or slot.running()):
+    drawn = not (slot.ready() or slot.running())  # the table is drawn here, before the button, and not again below
+    if drawn:
         dims_table(outlier_dims(ckpt.model))
         if not ckpt.model.has_mlm:
             st.info(plain(NO_LOSS[0].upper() + NO_LOSS[1:]) + ".", icon=":material/info:")
@@ -134,7 +135,8 @@ def outliers_tab(ckpt: Checkpoint, text: str) -> None:
         return outliers_view(ckpt, progress=lambda done, what: report((min(max(done, 0.0), 1.0), what)))
 
     view = once.follow(slot, work, _bar, first=(0.0, "Zeroing the dimensions and scoring held-out sentences…"))
-    dims_table(view.outliers)
+    if not drawn:
+        dims_table(view.outliers)
     chart(fne.outlier_weights(view.gamma, view.outliers.weight_dims, "Each layer's LayerNorm gain γ, by dimension"),
           "neurons_outlier_gain")
     test = view.test

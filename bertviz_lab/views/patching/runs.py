@@ -44,6 +44,7 @@ class Patching:
     # or noise, where the corrupted run has no single sentence)
     traced: Traced
     tops: tuple[str, str] = ("", "")  # the top guesses the clean and the corrupted run (first draw) make here
+    logit_size: float = 1.0  # the largest |logit| either run gives at the position: float32 rounding scales with it
 
     @property
     def f_clean(self) -> float:
@@ -177,7 +178,19 @@ def prepare(model: BertForPreTraining, tokenizer: WordPieceTokenizer, ask: Patch
 
     tops = ("", "") if discriminator else (name(traced.clean.top[0]), name(traced.corrupt.top[0]))
     return Patching(ask, clean, corrupt, list(clean.tokens), score.position, name(score.target), name(score.contrast),
-                    noised, guesses, traced, tops)
+                    noised, guesses, traced, tops, _logit_size(traced))
+
+
+@torch.no_grad()
+def _logit_size(traced) -> float:
+    """The largest |logit| of either run at the scored position (the discriminator's: its one logit)."""
+    runs = traced.runs
+    h = torch.cat([traced.clean.resid[-1], traced.corrupt.resid[-1]])[:, runs.score.position]  # (R, d)
+    if runs.score.replaced:
+        logits = runs.model.cls.discriminator(h[:, None])
+    else:
+        logits = runs.model.mlm_head(h)[:, : runs.score.vocab_size or None]
+    return float(logits.abs().max())
 
 
 def grid(patching: Patching, kind: str, direction: str, head: tuple[int, int] | None = None,
@@ -199,6 +212,7 @@ def grid(patching: Patching, kind: str, direction: str, head: tuple[int, int] | 
 
 def tolerance(patching: Patching) -> float:
     """How far from the source's score a whole-depth patch may land, normalised: 1e-5 of the logits' size (float32
-    rounding grows with it) over the difference the score is normalised by."""
-    size = max(1.0, abs(patching.f_clean), abs(patching.f_corrupt))
+    rounding grows with it: the largest |logit| at the position, not the score, a difference of two of them that
+    may be far smaller) over the difference the score is normalised by."""
+    size = max(1.0, abs(patching.f_clean), abs(patching.f_corrupt), getattr(patching, "logit_size", 1.0))
     return 1e-5 * size / abs(patching.f_clean - patching.f_corrupt)

@@ -115,6 +115,15 @@ def test_a_real_grid_and_the_tolerance(pair):
     assert 0 < vpa.tolerance(pair) < 1e-3 and (pair.layers, pair.heads) == (4, 4)
 
 
+def test_the_tolerance_scales_with_the_logits_not_the_score(pair):
+    """Float32 rounding moves each logit by about 1e-6 of its size, so F = logit(were) - logit(was) of a pair whose
+    runs score close (noise barely moving it) may move by far more than 1e-5 of F itself: the bound reads the logits."""
+    h = pair.traced.clean.resid[-1][:, pair.position]
+    largest = float(pair.traced.runs.model.mlm_head(h).abs().max())
+    assert pair.logit_size >= largest > max(abs(pair.f_clean), abs(pair.f_corrupt))
+    assert vpa.tolerance(pair) == pytest.approx(1e-5 * pair.logit_size / abs(pair.f_clean - pair.f_corrupt))
+
+
 def test_the_discriminator_scores_the_replaced_token(tmp_path):
     torch.manual_seed(0)
     build("electra-discriminator", tmp_path)
