@@ -58,6 +58,21 @@ def test_a_planted_neuron_is_found_first_and_beats_random(method):
     assert plain.top(1)[0][:2] != PLANTED  # the neuron is found because it was planted
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("method", ["grad", "ig"])
+def test_low_precision_autocast_finds_the_planted_neuron_and_the_causal_test_holds(method, dtype):
+    """CPU autocast (bf16 on a machine with AMX, fp16 elsewhere): the attribution and the causal test run in it,
+    find the planted neuron first, and keep F within a rounding bound of float32's."""
+    model = tiny()
+    exact = attribute(model, IDS, None, SCORE, method, steps=16)
+    with torch.autocast("cpu", dtype=dtype):
+        low = attribute(model, IDS, None, SCORE, method, steps=16)
+        test = causal_test(model, IDS, None, SCORE, low, k=3, draws=20, seed=0)
+    assert low.top(1)[0][:2] == PLANTED and np.isfinite(low.scores).all()
+    assert low.f == pytest.approx(exact.f, abs=0.05 * max(1.0, abs(exact.f)))
+    assert test.beats_random and np.isfinite(test.f_random).all()
+
+
 def test_integrated_gradients_are_complete_as_the_steps_grow():
     torch.manual_seed(0)  # weights 10 times the usual spread: F bends along the path, so the steps matter
     model = BertForPreTraining(BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
