@@ -109,15 +109,9 @@ class Record:
 def evaluate(runs: Runs, top: torch.Tensor, at: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(F, p, top guess) per row from the last layer's output (R, T, d), read at the scored position (or at row
     `at` of `top`), in float64 (the top guess's id only for an MLM; None for the discriminator)."""
-    model, score = runs.model, runs.score
-    h = top[:, score.position if at is None else at]  # (R, d)
-    if score.replaced:
-        logit = model.cls.discriminator(h[:, None])[:, 0].double()  # (R,)
-        return logit.cpu().numpy(), torch.sigmoid(logit).cpu().numpy(), None
-    logits = model.mlm_head(h).double()[:, : score.vocab_size or None]  # (R, V)
-    f = logits[:, score.target] - (logits[:, score.contrast] if score.contrast is not None else 0)
-    return (f.cpu().numpy(), logits.softmax(-1)[:, score.target].cpu().numpy(),
-            logits.argmax(-1).cpu().numpy())
+    score = runs.score
+    f, p, logits = score.read(runs.model, top[:, score.position if at is None else at])  # from (R, d)
+    return f.cpu().numpy(), p.cpu().numpy(), None if logits is None else logits.argmax(-1).cpu().numpy()
 
 
 OPTIONS = AttentionOptions()  # one sentence, nothing masked, untraced

@@ -55,6 +55,18 @@ class Score:
         """F for every row of a (B, T) batch: (B,)."""
         return self.evaluate(model, ids, segments, inputs_embeds)[0]
 
+    def read(self, model: BertForPreTraining, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor,
+                                                                           torch.Tensor | None]:
+        """(F, p, logits) in float64 from final hidden states (R, d) at this position, differentiable: logits (R, V')
+        over the tokenizer's vocabulary for an MLM, None for the discriminator (whose F is its one logit). The
+        readers that run the layers themselves (activation patching, the feed-forward neurons) score with this."""
+        if self.replaced:
+            logit = model.cls.discriminator(hidden[:, None])[:, 0].double()  # (R,)
+            return logit, torch.sigmoid(logit), None
+        logits = model.mlm_head(hidden).double()[:, : self.vocab_size or None]  # (R, V')
+        f = logits[:, self.target] - (logits[:, self.contrast] if self.contrast is not None else 0)
+        return f, logits.softmax(-1)[:, self.target], logits
+
     def evaluate(self, model: BertForPreTraining, ids: torch.Tensor, segments: torch.Tensor,
                  inputs_embeds: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(F, p) for every row of a (B, T) batch, from one forward: p is p(target) at the position (softmax

@@ -118,13 +118,8 @@ def evaluate(model: BertForPreTraining, hidden: torch.Tensor, score: Score) -> t
     """(F, p) per row from the last layer's output (B, T, d) at the score's position, in float64, differentiable:
     F = logit(answer) - logit(foil) (the answer's logit without a foil), p = p(answer); for ELECTRA's discriminator
     F is the replaced-token logit and p its sigmoid."""
-    h = hidden[:, score.position]  # (B, d)
-    if score.replaced:
-        logit = model.cls.discriminator(h[:, None])[:, 0].double()
-        return logit, torch.sigmoid(logit)
-    logits = model.mlm_head(h).double()[:, : score.vocab_size or None]  # (B, V)
-    f = logits[:, score.target] - (logits[:, score.contrast] if score.contrast is not None else 0)
-    return f, logits.softmax(-1)[:, score.target]
+    f, p, _ = score.read(model, hidden[:, score.position])  # from (B, d)
+    return f, p
 
 
 def one_sentence(model: BertForPreTraining, ids: torch.Tensor, segments: torch.Tensor | None = None) -> list:

@@ -73,17 +73,21 @@ def own_sentences(text: str) -> list[str]:
         raise InputError(f"the text must be a string, not {type(text).__name__}")
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         raise InputError(f"the text is longer than {MAX_FILE_BYTES:,} bytes: keep the part you want to search")
+    return _sentences(text, "your text")
+
+
+def _sentences(text: str, what: str) -> list[str]:
+    """Every line of `text` cut into sentences (`_pieces`), at least one and at most MAX_SENTENCES (`_capped`)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    return _capped([piece for line in lines for piece in _pieces(line)], "your text")
+    return _capped([piece for line in lines for piece in _pieces(line)], what)
 
 
 def uploaded(name: str, raw: bytes) -> Sentences:
     """An uploaded .txt file as sentences; an InputError sentence for a file that is empty, binary, not UTF-8, or
     larger than MAX_FILE_BYTES or than the index's MAX_SENTENCES."""
     text = read_text_file(raw, MAX_FILE_BYTES)  # empty, NUL bytes, UTF-16, not UTF-8, too large: one sentence each
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     shown = str(name or "the file")
-    sentences = _capped([piece for line in lines for piece in _pieces(line)], shown)
+    sentences = _sentences(text, shown)
     return Sentences(shown, tuple(sentences), f"{len(sentences):,} sentences")
 
 

@@ -186,11 +186,8 @@ def _logit_size(traced) -> float:
     """The largest |logit| of either run at the scored position (the discriminator's: its one logit)."""
     runs = traced.runs
     h = torch.cat([traced.clean.resid[-1], traced.corrupt.resid[-1]])[:, runs.score.position]  # (R, d)
-    if runs.score.replaced:
-        logits = runs.model.cls.discriminator(h[:, None])
-    else:
-        logits = runs.model.mlm_head(h)[:, : runs.score.vocab_size or None]
-    return float(logits.abs().max())
+    f, _, logits = runs.score.read(runs.model, h)
+    return float((f if logits is None else logits).abs().max())
 
 
 def grid(patching: Patching, kind: str, direction: str, head: tuple[int, int] | None = None,
