@@ -108,6 +108,7 @@ TESTED_THROUGH = {
     "bertviz_lab/ui/shell/state.py": "tests/ui/shell/test_serve.py",
     "bertviz_lab/ui/syntax/analysis.py": "tests/pages/test_syntax.py",
     "bertviz_lab/ui/syntax/probe_and_agreement.py": "tests/pages/test_syntax.py",
+    "bertviz_lab/ui/syntax/probing.py": "tests/pages/test_syntax_probing.py",
     "bertviz_lab/ui/timelapse/player.py": "tests/views/timelapse/test_history.py",
     "bertviz_lab/ui/timelapse/syntax.py": "tests/views/timelapse/test_syntax.py",
     "bertviz_lab/ui/why/sections.py": "tests/pages/test_why.py",

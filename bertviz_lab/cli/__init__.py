@@ -19,6 +19,9 @@ neurons     inside the feed-forward layer: a sentence's most active neurons and 
 syntax      what the model knows of grammar over a corpus (the story world's trees or a CoNLL-U file): the heads
             that follow each dependency relation, the structural probe by layer against a random-weights control,
             subject-verb agreement across attractors, as tables or JSON
+probe       what a probe can and cannot show: part of speech, dependency label, coreference and noun number probed
+            at every hidden state against control tasks (linear and MLP), the online codelength, a random-weights
+            twin and the scalar mix's expected layer; with --amnesic, is what is found used? As tables or JSON
 classify    a fine-tuned checkpoint on a sentence (or a pair): each label's probability, or each token's tag
 train       pretrain a BERT into a run folder (the same command the app starts; works under torchrun)
 finetune    fine-tune a classifier (a built-in task or a CSV) from a checkpoint or from scratch into a run
@@ -31,9 +34,9 @@ Every --checkpoint takes a model folder or a Hugging Face Hub id (bert-base-unca
 that exists wins; a Hub id opens from the Hugging Face cache, downloaded into it the first time.
 
 explore.py holds predict, similarity, lens, heads and info; explain.py attribute; patching.py patch; neurons.py
-neurons; syntax.py syntax; finetune.py finetune and classify; training.py train, publish and runs. They sit on views/,
-syntax/, finetune/ and pretrain/ and import them lazily, so `--help` is instant. User mistakes print one line on stderr and exit with status 2;
-nothing a user types should produce a traceback.
+neurons; syntax.py syntax; probing.py probe; finetune.py finetune and classify; training.py train, publish and runs.
+They sit on views/, syntax/, probing/, finetune/ and pretrain/ and import them lazily, so `--help` is instant. User
+mistakes print one line on stderr and exit with status 2; nothing a user types should produce a traceback.
 """
 
 from __future__ import annotations
@@ -47,11 +50,13 @@ from bertviz_lab.cli import neurons as neurons_cli
 from bertviz_lab.cli import patching as patching_cli
 from bertviz_lab.cli.common import EXIT_USAGE
 from bertviz_lab.cli.explore import model_card
+from bertviz_lab.cli.probing import COMMANDS as PROBE_COMMANDS
+from bertviz_lab.cli.probing import add_parser as add_probe_parser
 from bertviz_lab.errors import LabError
 
 __all__ = ["EXIT_USAGE", "build_parser", "console", "main", "model_card"]
 COMMANDS = {**cli_app.COMMANDS, **explore.COMMANDS, **explain.COMMANDS, **patching_cli.COMMANDS,
-            **neurons_cli.COMMANDS, **syntax.COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
+            **neurons_cli.COMMANDS, **syntax.COMMANDS, **PROBE_COMMANDS, **finetune.COMMANDS, **training.COMMANDS}
 
 
 def build_parser(prog: str = "python -m bertviz_lab") -> argparse.ArgumentParser:
@@ -63,6 +68,7 @@ def build_parser(prog: str = "python -m bertviz_lab") -> argparse.ArgumentParser
     patching_cli.add_parser(sub)  # patch
     neurons_cli.add_parser(sub)  # neurons
     syntax.add_parser(sub)
+    add_probe_parser(sub)  # probe
     finetune.add_classify_parser(sub)
     training.add_train_parser(sub)
     finetune.add_finetune_parser(sub)

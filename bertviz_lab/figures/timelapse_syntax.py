@@ -136,3 +136,59 @@ def agreement_lines(steps: list[int], accuracy: np.ndarray, title: str) -> go.Fi
                   legend=dict(LEGEND, y=-0.42, yanchor="top", x=0, xanchor="left"),  # below: a narrow column
                   hovermode="closest")
     return go.Figure(traces, layout=house(layout, title, 420))
+
+
+# --- Probing over training (views/timelapse/findings.py) ---------------------------------------------------------
+def expected_layer_lines(steps: list[int], tasks: list[str], expected: np.ndarray, centre: np.ndarray,
+                         layers: int, title: str) -> go.Figure:
+    """expected (S, T): Tenney et al.'s expected layer of each task (named by `tasks`) at each step, one line a task
+    (NaN: not probed there, or no hidden state added accuracy); its centre of gravity (S, T) on hover; the y axis
+    the hidden states 0..`layers`."""
+    S, T = expected.shape
+    traces = [go.Scatter(x=list(range(S)), y=expected[:, t], mode="lines+markers", name=tasks[t],
+                         line=dict(color=RUN_COLORS[t % len(RUN_COLORS)], width=2.5), customdata=centre[:, t],
+                         hovertemplate=f"{html.escape(tasks[t])}: expected layer %{{y:.2f}}, centre of gravity "
+                                       "%{customdata:.2f}<extra></extra>") for t in range(T)]
+    shown = expected[np.isfinite(expected)]  # an expected layer may leave 0..L (a falling cumulative accuracy)
+    low, high = min([0.0, *shown.tolist()]), max([float(layers), *shown.tolist()])
+    layout = dict(xaxis=frame_axis(steps), yaxis=dict(title=dict(text="expected layer (0 = embeddings)"),
+                                                      range=[low - 0.1, high + 0.1], dtick=1),
+                  legend=LEGEND, hovermode="closest")
+    return go.Figure(traces, layout=house(layout, title, 380))
+
+
+def selectivity_lines(steps: list[int], tasks: list[str], selectivity: np.ndarray, accuracy: np.ndarray,
+                      control: np.ndarray, layer: np.ndarray, title: str) -> go.Figure:
+    """selectivity (S, T): the linear probe's test accuracy minus its control task's at its best hidden state, one
+    line a task; accuracy, control (S, T) and the hidden state `layer` (S, T) on hover; none (0) dashed."""
+    S, T = selectivity.shape
+    traces = [go.Scatter(x=list(range(S)), y=selectivity[:, t], mode="lines+markers", name=tasks[t],
+                         line=dict(color=RUN_COLORS[t % len(RUN_COLORS)], width=2.5), customdata=layer[:, t],
+                         text=[f"accuracy {a:.3f}, control {c:.3f}" for a, c in zip(accuracy[:, t], control[:, t])],
+                         hovertemplate=f"{html.escape(tasks[t])}: selectivity %{{y:.3f}}, hidden state "
+                                       "%{customdata} (%{text})<extra></extra>") for t in range(T)]
+    traces.append(_dashed(S, 0.0, "not selective"))
+    low = min(0.0, float(np.nanmin(selectivity))) if np.isfinite(selectivity).any() else 0.0
+    layout = dict(xaxis=frame_axis(steps), yaxis=dict(title=dict(text="task minus control accuracy"),
+                                                      range=[low - 0.02, 1.02]), legend=LEGEND, hovermode="closest")
+    return go.Figure(traces, layout=house(layout, title, 380))
+
+
+def amnesic_lines(steps: list[int], drop: np.ndarray, random_drop: np.ndarray, loss_rise: np.ndarray,
+                  random_loss_rise: np.ndarray, removed: str, title: str) -> go.Figure:
+    """drop (S,): how far agreement falls (points) with `removed` ("noun number's directions") taken out, and
+    random_drop (S,) with random directions of the same rank (the mean of the draws), dashed; the masked-LM loss's
+    rise (S,) with each on hover; no change (0) dotted. NaN: not measured at that step."""
+    S = len(drop)
+    traces = [go.Scatter(x=list(range(S)), y=np.asarray(values, dtype=np.float64) * 100, mode="lines+markers",
+                         name=name, line=dict(color=color, width=2.5, dash=dash), customdata=rise,
+                         hovertemplate=f"{html.escape(name)}: agreement %{{y:.1f}} points lower, masked-LM loss "
+                                       "rise %{customdata:.3f}<extra></extra>")
+              for name, values, rise, color, dash in ((f"{removed} removed", drop, loss_rise, BEST_COLOR, "solid"),
+                                                      ("random directions, same rank", random_drop, random_loss_rise,
+                                                       LOSS_COLOR, "dash"))]
+    traces.append(go.Scatter(x=list(range(S)), y=[0.0] * S, mode="lines", name="no change",
+                             line=dict(color=CHANCE_COLOR, width=1.5, dash="dot"), hoverinfo="skip"))
+    layout = dict(xaxis=frame_axis(steps), yaxis=dict(title=dict(text="agreement drop (points)")),
+                  legend=LEGEND, hovermode="closest")
+    return go.Figure(traces, layout=house(layout, title, 380))

@@ -103,14 +103,18 @@ def held_out(n: int, seed: int = HELD_OUT_SEED) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _Masked:
+class Masked:
+    """Sentences with some word tokens replaced by [MASK] (`mask_sentences`), ready for `mlm_loss`."""
+
     ids: torch.Tensor  # (S, T) with [MASK]s
     segments: torch.Tensor  # (S, T)
     attention: torch.Tensor  # (S, T) 1 for real tokens
     labels: torch.Tensor  # (S, T) the original id where masked, -100 elsewhere
 
 
-def _mask(tokenizer, sentences: Sequence[str], seed: int) -> _Masked:
+def mask_sentences(tokenizer, sentences: Sequence[str], seed: int) -> Masked:
+    """`sentences` padded into one batch, MASK_RATE of each one's non-special tokens (at least one) replaced by
+    [MASK], chosen with `seed` once: every measurement over the result reads the same masks."""
     encodings = [tokenizer.encode(s) for s in sentences]
     T = max(len(e.ids) for e in encodings)
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -129,7 +133,7 @@ def _mask(tokenizer, sentences: Sequence[str], seed: int) -> _Masked:
         ids[row, picked] = tokenizer.mask_id
     if not (labels >= 0).any():
         raise InputError("the sentences have no words to mask: give at least one sentence with words")
-    return _Masked(ids, segments, attention, labels)
+    return Masked(ids, segments, attention, labels)
 
 
 def _zeroing(dims: torch.Tensor):
@@ -139,11 +143,14 @@ def _zeroing(dims: torch.Tensor):
 
 
 @torch.no_grad()
-def _mlm(hooked: BertForPreTraining, data: _Masked, vocab: int, dims: Sequence[int] | None) -> tuple[float, float]:
-    """(mean loss, accuracy) over the masked tokens, the LayerNorms' `dims` zeroed (None: nothing zeroed)."""
+def mlm_loss(hooked: BertForPreTraining, data: Masked, vocab: int,
+             dims: Sequence[int] | None = None) -> tuple[float, float]:
+    """(mean loss, accuracy) over the masked tokens, on `hooked` (a twin, ops.twin, with whatever hooks its caller
+    added: probing/amnesic.py's projection) and the LayerNorms' `dims` zeroed (None: nothing zeroed)."""
+    device = next(hooked.parameters()).device
     handles = []
     if dims is not None:
-        index = torch.as_tensor(list(dims), dtype=torch.long)
+        index = torch.as_tensor(list(dims), dtype=torch.long, device=device)
         norms = {id(n): n for layer in hooked.bert.encoder.layer  # ALBERT: one module, zeroed at every depth
                  for n in (layer.attention.output.LayerNorm, layer.output.LayerNorm)}
         handles = [norm.register_forward_hook(_zeroing(index)) for norm in norms.values()]
@@ -151,10 +158,10 @@ def _mlm(hooked: BertForPreTraining, data: _Masked, vocab: int, dims: Sequence[i
     try:
         for start in range(0, data.ids.shape[0], BATCH):
             rows = slice(start, start + BATCH)
-            where = data.labels[rows] >= 0  # (b, T)
-            logits = hooked(data.ids[rows], data.segments[rows], data.attention[rows],
+            where = (data.labels[rows] >= 0).to(device)  # (b, T)
+            logits = hooked(data.ids[rows].to(device), data.segments[rows].to(device), data.attention[rows].to(device),
                             masked_positions=where).mlm_logits[:, :vocab].double()  # (n, V)
-            target = data.labels[rows][where]
+            target = data.labels[rows].to(device)[where]
             loss += float(F.cross_entropy(logits, target, reduction="sum"))
             right += int((logits.argmax(-1) == target).sum())
     finally:
@@ -181,14 +188,14 @@ def outlier_test(model: BertForPreTraining, tokenizer, sentences: Sequence[str],
     rng = np.random.Generator(np.random.PCG64(seed))
     pool = np.array([d for d in range(width) if d not in dims])
     random_dims = np.stack([np.sort(rng.choice(pool, size=2, replace=False)) for _ in range(draws)])
-    data, hooked = _mask(tokenizer, sentences, seed), twin(model)
+    data, hooked = mask_sentences(tokenizer, sentences, seed), twin(model)
     vocab = tokenizer.vocab_size
     results = []
     for i, zeroed in enumerate([None, dims, *random_dims.tolist()]):
         if progress is not None:
             progress(i / (draws + 2), "nothing switched off" if i == 0 else "the outlier dimensions" if i == 1
                      else f"random pair {i - 1} of {draws}")
-        results.append(_mlm(hooked, data, vocab, zeroed))
+        results.append(mlm_loss(hooked, data, vocab, zeroed))
     if progress is not None:
         progress(1.0, "done")
     losses, accuracies = np.array(results).T

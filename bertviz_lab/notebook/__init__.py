@@ -8,6 +8,7 @@ the app's page draws, from the same view and figure builder, so it renders inlin
     nb.attention(lab, "the animal was tired because it ran .", layer=0, head=0)
     nb.patch(lab, "the keys [MASK] here .", "the key [MASK] here .")   # Where is the answer made?
     nb.neurons(lab, "she ate the [MASK] .", layer=3, neuron=17)         # Inside the feed-forward layer
+    nb.probe(lab, "number", amnesic_layer=2)                            # What a probe can and cannot show
 
 Every call takes, in place of `lab`, anything `load` takes by name (`nb.predict("bertviz-mini", ...)`); a model
 opened by name is loaded once. Layers, heads, tokens and masks count from 0, as in the code. A mistake in the
@@ -22,7 +23,8 @@ from bertviz_lab.notebook.grammar import syntax
 from bertviz_lab.notebook.explanations import deletion, why
 from bertviz_lab.notebook.neurons import neurons
 from bertviz_lab.notebook.patching import patch
+from bertviz_lab.notebook.probing import probe
 from bertviz_lab.notebook.words import logit_lens, predict, same_word
 
 __all__ = ["Lab", "attention", "deletion", "head_roles", "layer_steps", "load", "logit_lens", "neurons", "patch",
-           "predict", "same_word", "softmax_steps", "syntax", "why"]
+           "predict", "probe", "same_word", "softmax_steps", "syntax", "why"]

@@ -30,6 +30,8 @@ from bertviz_lab.figures import losses as fl
 from bertviz_lab.figures import neurons as fne
 from bertviz_lab.figures import patching as fpa
 from bertviz_lab.figures import predictions as fp
+from bertviz_lab.figures.probing import (accuracy_by_layer, agreement_removal, codelength_curves, control_curves,
+                                         lm_effect, mix_heatmap, probe_removal, selectivity_bars, task_depths)
 from bertviz_lab.figures import representations as fr
 from bertviz_lab.figures import shapes as fsh
 from bertviz_lab.figures import syntax as fsy
@@ -199,6 +201,41 @@ CASES = {
                                                                           ["s1", "s2", "s<3>"], "s"),
                                            lambda t: cell(t, "3 c", "1 a: x") == 0.1
                                            and column(t, "hover", x="3 c", y="1 a: x") == ["s1 | s<3>"]),
+    "probing.accuracy_by_layer": (lambda: accuracy_by_layer({"a<b": np.array([0.5, 0.9])}, {"a<b": 0.25}, "t"),
+                                  lambda t: column(t, "y", trace="a<b") == [0.5, 0.9]
+                                  and column(t, "y", trace="a<b: majority baseline") == [0.25, 0.25]
+                                  and column(t, "x label", trace="a<b") == ["0 (emb.)", "1"]),
+    "probing.task_depths": (lambda: task_depths(["pos", "a<b"], [1.25, None], np.array([1.5, 2.0]), 3, "o"),
+                            lambda t: column(t, "x", trace="expected layer", y="pos") == [1.25]
+                            and np.isnan(column(t, "x", trace="expected layer", y="a<b")[0])
+                            and column(t, "x", trace="centre of gravity (the mix's weights)") == [1.5, 2.0]),
+    "probing.mix_heatmap": (lambda: mix_heatmap(np.array([[0.25, 0.75]]), ["a<b"], "m"),
+                            lambda t: cell(t, "1", "a<b") == 0.75 and cell(t, "0 (emb.)", "a<b") == 0.25),
+    "probing.control_curves": (lambda: control_curves({"linear": np.array([0.8, 0.9])}, {"linear": np.array([0.4, 0.5])},
+                                                      0.3, "c", np.array([0.6, 0.65])),
+                               lambda t: column(t, "y", trace="linear probe, task") == [0.8, 0.9]
+                               and column(t, "y", trace="linear probe, control task") == [0.4, 0.5]
+                               and column(t, "y", trace="linear probe, random-weights model") == [0.6, 0.65]
+                               and column(t, "y", trace="majority baseline") == [0.3, 0.3]),
+    "probing.selectivity_bars": (lambda: selectivity_bars({"linear": np.array([0.25, -0.5])}, "s"),
+                                 lambda t: column(t, "y", trace="linear probe") == [25.0, -50.0]),
+    "probing.codelength_curves": (lambda: codelength_curves(np.array([500.0, 250.0]), np.array([1000.0, 750.0]),
+                                                            np.array([800.0, 600.0]), 1500.0, "c"),
+                                  lambda t: column(t, "y", trace="the task") == [0.5, 0.25]
+                                  and column(t, "y", trace="the task, random-weights model") == [0.8, 0.6]
+                                  and column(t, "y", trace="no vector (uniform code)") == [1.5, 1.5]),
+    "probing.probe_removal": (lambda: probe_removal(0.9, 0.5, 0.875, 0.5, "p"),
+                              lambda t: column(t, "y", trace="probe accuracy") == [0.9, 0.5, 0.875]
+                              and column(t, "text", trace="probe accuracy") == ["90.0%", "50.0%", "87.5%"]),
+    "probing.lm_effect": (lambda: lm_effect(1.5, 2.0, np.array([1.5, 1.75]), "loss", "l"),
+                          lambda t: column(t, "y", trace="random directions: each draw") == [1.5, 1.75]
+                          and column(t, "draw", trace="random directions: each draw") == [1, 2]
+                          and column(t, "y", trace="random directions: mean") == [1.625]),
+    "probing.agreement_removal": (lambda: agreement_removal([0, 1], np.array([0.75, 0.5]), np.array([0.5, 0.25]),
+                                                            np.array([0.75, np.nan]), [4, 2], "a"),
+                                  lambda t: column(t, "y", trace="number removed") == [0.5, 0.25]
+                                  and column(t, "pairs", trace="number removed") == [4, 2]
+                                  and np.isnan(column(t, "y", trace="random directions removed (mean)")[1])),
     "representations.sense_lines": (lambda: fr.sense_lines(pd.DataFrame({"layer": [0, 1], "same": [0.9, 0.7]}),
                                                            ["same"], "s"),
                                     lambda t: t["y"].tolist() == [0.9, 0.7] and t["x label"].tolist() == ["emb", "1"]),
@@ -268,6 +305,24 @@ CASES = {
                                          lambda t: column(t, "y", trace="0 attractors") == [0.5, 0.75]
                                          and np.isnan(column(t, "y", trace="1 attractor")[0])
                                          and column(t, "step", trace="1 attractor") == [0, 10]),
+    "timelapse_syntax.expected_layer_lines": (lambda: fts.expected_layer_lines([0, 10], ["pos", "<dep>"], np.array([[1.5, np.nan], [0.5, 1.25]]),
+                                                                               np.array([[1.0, 2.0], [0.75, 1.5]]), 2, "e"),
+                                              lambda t: column(t, "y", trace="pos") == [1.5, 0.5]
+                                              and np.isnan(column(t, "y", trace="<dep>")[0])
+                                              and column(t, "centre of gravity", trace="<dep>") == [2.0, 1.5]
+                                              and column(t, "x label", trace="pos") == ["0", "10"]),
+    "timelapse_syntax.selectivity_lines": (lambda: fts.selectivity_lines([0, 10], ["pos"], np.array([[0.25], [0.5]]), np.array([[0.75], [0.875]]),
+                                                                         np.array([[0.5], [0.375]]), np.array([[1], [2]]), "s"),
+                                           lambda t: column(t, "y", trace="pos") == [0.25, 0.5]
+                                           and column(t, "hidden state", trace="pos") == [1, 2]
+                                           and column(t, "text", trace="pos") == ["accuracy 0.750, control 0.500", "accuracy 0.875, control 0.375"]
+                                           and column(t, "y", trace="not selective") == [0.0, 0.0]),
+    "timelapse_syntax.amnesic_lines": (lambda: fts.amnesic_lines([0, 10], np.array([np.nan, 0.25]), np.array([np.nan, 0.0625]), np.array([np.nan, 0.5]),
+                                                                 np.array([np.nan, 0.125]), "noun number", "a"),
+                                       lambda t: column(t, "y", trace="noun number removed")[1] == 25.0
+                                       and np.isnan(column(t, "y", trace="noun number removed")[0])
+                                       and column(t, "y", trace="random directions, same rank")[1] == 6.25
+                                       and column(t, "masked-LM loss rise", trace="random directions, same rank")[1] == 0.125),
     "training.loss_curves": (lambda: ftr.loss_curves(CURVES), lambda t: t["y"].tolist() == [3.0, 2.5]),
     "training.accuracy_curves": (lambda: ftr.accuracy_curves(CURVES),
                                  lambda t: column(t, "y", trace="top-5") == [0.5] and column(t, "y", trace="train") == [0.1]),

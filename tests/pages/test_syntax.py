@@ -316,7 +316,8 @@ def test_a_link_restores_the_tab_and_the_choices_and_the_view_writes_them_back(t
     assert {key: at.session_state[key] for key in expected} == expected
     assert {name: at.query_params[name] for name in query} == {**query, "tab": AGREEMENT}
     assert [p.name for p in links.PAGES["syntax"]] == ["source", "sentences", "own", "tab", "relation", "direction",
-                                                      "layer", "head", "probe_layer", "sentence", "attractors"]
+                                                      "layer", "head", "probe_layer", "sentence", "attractors",
+                                                      "probe_task", "remove", "remove_at"]
 
 
 # --- Issue 52: progress from the first second, the upload off the compute turn, uploaded text shown as written ----

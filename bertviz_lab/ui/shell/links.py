@@ -35,6 +35,8 @@ from bertviz_lab.ui.shell.state import (Attention, Classroom, Key, Lesson, Losse
                                   Sentences, Syntax, TimeLapse, Why)
 from bertviz_lab.ui.shell.state_neurons import CORPORA, SECTIONS, Neurons
 from bertviz_lab.ui.shell.state_patching import VIEWS, Patch
+from bertviz_lab.ui.shell.state_probing import Careful
+from bertviz_lab.probing.records import TASKS
 from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.attention import explorer as av
 from bertviz_lab.views import inputs
@@ -144,7 +146,9 @@ PAGES: dict[str, tuple[Param, ...]] = {  # url_path -> the parameters of that pa
                Param("relation", Syntax.RELATION, text(60)), Param("direction", Syntax.DIRECTION, integer(0, 1)),
                Param("layer", Syntax.LAYER, LAYER), Param("head", Syntax.HEAD, HEAD),
                Param("probe_layer", Syntax.PROBE_LAYER, LAYER), Param("sentence", Syntax.SENTENCE, integer(0, 99_999)),
-               Param("attractors", Syntax.ATTRACTORS, lambda value: value if value == "all" else integer(0, 9)(value))),
+               Param("attractors", Syntax.ATTRACTORS, lambda value: value if value == "all" else integer(0, 9)(value)),
+               Param("probe_task", Careful.TASK, choice(TASKS)), Param("remove", Careful.AMNESIC_TASK, choice(TASKS)),
+               Param("remove_at", Careful.AMNESIC_LAYER, LAYER)),
     "patching": (Param("clean", Patch.CLEAN, text(), label="Clean sentence"),
                  Param("corrupt", Patch.CORRUPT, text(), label="Corrupted sentence"),
                  Param("answer", Patch.ANSWER, text(100), label="Answer"), Param("foil", Patch.FOIL, text(100), label="Foil"),

@@ -1,5 +1,6 @@
 """The Time-lapse page's "Syntax as it forms" section: the structural probe, the relations' best heads and agreement
-at every checkpoint a run kept (views/timelapse/syntax.py), drawn from the history's syntax.jsonl.
+at every checkpoint a run kept (views/timelapse/syntax.py), drawn from the history's syntax.jsonl; then probing over
+training (views/timelapse/findings.py): the tasks' expected layers, the probes' selectivity and the amnesic effect.
 
 The file is read once per version (its path, time and size: the cache below), so a redraw of the page reads nothing.
 A run with checkpoints the file lacks gets a button that measures them: the work runs once in a thread of its own
@@ -17,6 +18,7 @@ import streamlit as st
 
 from bertviz_lab.errors import LabError
 from bertviz_lab.figures import timelapse_syntax as fts
+from bertviz_lab.probing.records import TASK_NAMES
 from bertviz_lab.pretrain import runs
 from bertviz_lab.syntax.relations import ALL
 from bertviz_lab.ui.shell import once
@@ -27,6 +29,8 @@ from bertviz_lab.ui.shell.state import TimeLapse as K
 from bertviz_lab.ui.kit.widgets import chart
 from bertviz_lab.ui.shell.text import plain
 from bertviz_lab.views.timelapse import history as vt
+from bertviz_lab.views.timelapse.findings import amnesic_sentence, order_sentence, selectivity_sentence
+from bertviz_lab.views.timelapse.findings import series as probing_series
 from bertviz_lab.views.timelapse import syntax as vts
 
 MEASURE = "lapse.syntax.measure"  # the button's element key
@@ -92,14 +96,17 @@ def section(lapse: vt.TimeLapse) -> None:
         st.info(plain(history.source), icon=":material/info:")
     if history.note:
         st.caption(plain(history.note))
+    if history.before_probing:
+        st.caption(vts.BEFORE_PROBING)
     running = _job(folder, fresh=False) if kind == "run" else None
     if todo and running is None:
-        each = vts.seconds_each(history, kept[todo[-1]])
-        pressed = st.button(f"Measure syntax at each kept checkpoint (about {max(1, round(each * len(todo))):,} s)",
+        seconds = vts.seconds_needed(history, todo, kept[todo[-1]])
+        pressed = st.button(f"Measure syntax at each kept checkpoint (about {max(1, round(seconds)):,} s)",
                             key=MEASURE, icon=":material/account_tree:",
                             help=f"{len(todo)} kept checkpoint{'s' * (len(todo) != 1)} not measured yet (steps "
                                  f"{', '.join(f'{s:,}' for s in todo)}): the structural probe, the best head of each "
-                                 "relation and agreement on a fixed sample of the story world, at each.")
+                                 "relation, agreement, and the probes of part of speech, dependency label and noun "
+                                 "number with noun number removed, on a fixed sample of the story world, at each.")
         running = _job(folder, fresh=True) if pressed else None
     if running is not None and _measure(folder, running) is not None:
         st.rerun()  # the whole page again: the file read anew, the button gone (or offering what is left)
@@ -124,7 +131,22 @@ def _figures(path: str, version: tuple | None, losses: tuple, _history: vts.Synt
             "relations": fts.relation_lines(steps, relations, data["accuracy"], data["heads"], data["baseline"],
                                              "Each relation's best head, dependent → head"),
             "beat": [n for n, a, b in zip(relations, data["accuracy"][-1], data["baseline"]) if n != ALL and a > b],
-            "others": sorted(set(last.relations) - set(relations))}
+            "others": sorted(set(last.relations) - set(relations)), **_probing_figures(history)}
+
+
+def _probing_figures(history: vts.SyntaxHistory) -> dict:
+    """The three probing charts (none when no step has probing)."""
+    data = probing_series(history)
+    if not data["steps"]:
+        return {}
+    steps, names = data["steps"], [TASK_NAMES[t] for t in data["tasks"]]
+    return {"expected": fts.expected_layer_lines(steps, names, data["expected"], data["centre"], history.shape[0],
+                                                 "Expected layer of each task"),
+            "selectivity": fts.selectivity_lines(steps, names, data["selectivity"], data["accuracy"], data["control"],
+                                                 data["layer"], "Selectivity of the linear probe"),
+            "amnesic": fts.amnesic_lines(steps, data["drop"], data["random_drop"], data["loss_rise"],
+                                         data["random_loss_rise"], "noun number", "Agreement with noun number removed")
+            if (data["rank"] > 0).any() else None}
 
 
 def draw(lapse: vt.TimeLapse, history: vts.SyntaxHistory, version: tuple | None) -> None:
@@ -155,3 +177,27 @@ def draw(lapse: vt.TimeLapse, history: vts.SyntaxHistory, version: tuple | None)
                f"at one fixed offset, the best one for the relation. At step {steps[-1]:,} "
                + (f"a head beats its baseline on {plain(', '.join(beat))}." if beat else "no head beats its baseline.")
                + (f" Not drawn: {plain(', '.join(others))}." if others else ""))
+    if "expected" in figs:
+        _draw_probing(history, figs)
+
+
+def _draw_probing(history: vts.SyntaxHistory, figs: dict) -> None:
+    """The probing charts, each with its sentence from the numbers."""
+    st.subheader("What a probe finds, and whether the model uses it")
+    left, right = st.columns(2)
+    chart(figs["expected"], "timelapse_probing_expected_layer", left, key="lapse.probing.expected")
+    left.caption("Tenney et al.'s expected layer: where, on average, a linear probe over a learned mix of the hidden "
+                 "states gains its accuracy (0 = the embeddings). " + order_sentence(history))
+    chart(figs["selectivity"], "timelapse_probing_selectivity", right, key="lapse.probing.selectivity")
+    right.caption("Hewitt & Liang's selectivity at the linear probe's best hidden state: its test accuracy minus a "
+                  "control task's, where each word type gets one random label, so that only memorising types scores. "
+                  + selectivity_sentence(history))
+    if figs["amnesic"] is None:
+        if amnesic_sentence(history):
+            st.caption(amnesic_sentence(history))
+    else:
+        chart(figs["amnesic"], "timelapse_probing_amnesic", key="lapse.probing.amnesic")
+        st.caption("Elazar et al.'s amnesic probing: noun number's directions removed from one hidden state by "
+                   "iterative nullspace projection, and agreement across attractors measured again (every number of "
+                   "attractors pooled), against random directions of the same rank; the masked-LM loss's rise on "
+                   "hover. " + amnesic_sentence(history))

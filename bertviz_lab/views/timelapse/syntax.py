@@ -9,7 +9,8 @@ model keeps the file in history/ and has no checkpoints: the file is all there i
 
 The settings (`Settings`): 400 sentences, 100 probe steps, 50 agreement pairs per attractor count: on the shipped
 model's shape (4 layers x 4 heads, hidden 256) a few seconds of one core a checkpoint, nearly all of it the probes,
-and 100 probe steps find the UUAS that 200 do. Measuring takes `threads` torch threads (this thread's only): the page
+and 100 probe steps find the UUAS that 200 do. Then, on the same sample, probing (views/timelapse/probing.py: the
+linear probes of three tasks with their controls and scalar mix, and noun number removed) about as long again. Measuring takes `threads` torch threads (this thread's only): the page
 gives it its share of the cores (ui/shell/turns.py), since two threads on a 2-core machine that is also training spin
 and take several times as long. Figures in docs/benchmarks.md, "Syntax".
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,16 +34,18 @@ from bertviz_lab.pretrain import checkpoints
 from bertviz_lab.syntax.relations import ALL
 from bertviz_lab.syntax.report import STORY_SENTENCES, TEST_SHARE, analyse, story_corpus
 from bertviz_lab.views.syntax.analysis import MIN_COUNT
-from bertviz_lab.views.timelapse.syntax_file import (FILE, SETTINGS, Settings, SyntaxAt, SyntaxHistory, as_record,
-                                                        file_of, join, read, write)
+from bertviz_lab.views.timelapse.probing import measure as measure_probing
+from bertviz_lab.views.timelapse.syntax_file import (BEFORE_PROBING, FILE, SETTINGS, Settings, SyntaxAt, SyntaxHistory,
+                                                        as_record, file_of, join, read, write)
 
-__all__ = ["FILE", "MIN_COUNT", "SETTINGS", "Settings", "SyntaxAt", "SyntaxHistory", "file_of", "measure",
-           "measure_checkpoints", "read"]
+__all__ = ["BEFORE_PROBING", "FILE", "MIN_COUNT", "SETTINGS", "Settings", "SyntaxAt", "SyntaxHistory", "file_of",
+           "measure", "measure_checkpoints", "read"]
 
 MAIN = (ALL, "det", "nsubj", "obj", "amod", "advmod", "case", "obl", "nmod", "aux", "cop", "mark")  # drawn first
 # MIN_COUNT (views/syntax/analysis.py): a relation with fewer dependents in the sample is not recorded (its accuracy is noise)
 TREE_MARGIN = 0.1  # the tree "appears" once the best UUAS stays this far above what needs no training
 SECONDS_MINI = 5.0  # one checkpoint of the shipped model's shape on one core (above); scaled for other shapes
+PROBING_MINI = 6.0  # its probing (views/timelapse/probing.py, which says how measured), the same way
 Progress = Callable[[float, str], None]
 
 
@@ -86,15 +90,26 @@ def _threads(count: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _settled(held: SyntaxHistory, settings: Settings | None, out_path: Path) -> Settings:
+    """The settings a measurement goes on with: the file's own, where it has them. A file measured before probing
+    gains probing (the asked-for settings', else SETTINGS'), the rest of its settings kept; others asked: InputError."""
+    ours = held.settings
+    if ours is None:
+        return settings or SETTINGS
+    if ours.probing is None and (settings is None or settings.base() == ours.base()):
+        return replace(ours, probing=(settings or SETTINGS).probing)
+    if settings is not None and settings != ours:
+        raise InputError(f"{out_path.name} was measured with other settings ({ours}); delete it to measure "
+                         f"with {settings}")
+    return ours
+
+
 def _measure(dirs_by_step: dict[int, Path], out_path: Path, progress: Progress | None,
              settings: Settings | None, source: str = "") -> SyntaxHistory:
     held = read(out_path)
-    if held.settings and settings is not None and settings != held.settings:
-        raise InputError(f"{out_path.name} was measured with other settings ({held.settings}); delete it to measure "
-                         f"with {settings}")
-    settings = held.settings or settings or SETTINGS
+    settings = _settled(held, settings, out_path)
     shape, done = held.shape, {at.step: as_record(at) for at in held.records}
-    todo = sorted(s for s in dirs_by_step if s not in done)
+    todo = [s for s in sorted(dirs_by_step) if s not in done or (settings.probing and "probing" not in done[s])]
     corpus, skipped = story_corpus(settings.sentences, settings.seed), []
     for i, step in enumerate(todo):
         def report(fraction: float, message: str, i=i, step=step) -> None:
@@ -112,11 +127,7 @@ def _measure(dirs_by_step: dict[int, Path], out_path: Path, progress: Progress |
         if shape is not None and here != shape and done:
             skipped.append(step)
             continue
-        start = time.perf_counter()
-        result = analyse(ckpt.model, ckpt.tokenizer, corpus, seed=settings.seed, control=False,
-                         agreement_pairs_per_count=settings.agreement_pairs, probe_steps=settings.probe_steps,
-                         progress=report)
-        shape, done[step] = here, record_of(step, result, time.perf_counter() - start)
+        shape, done[step] = here, _measure_step(ckpt, step, done.get(step), corpus, settings, report)
         write(out_path, settings, shape, done, held.source or source)
     if progress:
         progress(1.0, "done")
@@ -124,6 +135,23 @@ def _measure(dirs_by_step: dict[int, Path], out_path: Path, progress: Progress |
     missed = f"Checkpoints not measured (unreadable, or of another shape): steps {', '.join(map(str, skipped))}."
     return SyntaxHistory(out.records, out.settings, out.shape, join(out.note, missed if skipped else ""), out_path,
                          out.source)
+
+
+def _measure_step(ckpt, step: int, held: dict | None, corpus, settings: Settings, report: Progress) -> dict:
+    """One checkpoint's record: `analyse`'s numbers (unless `held` has them), then its probing entry, if asked."""
+    share = 0.5 if settings.probing and held is None else 1.0  # of the step's progress: the rest of the record
+    record = held
+    if record is None:
+        start = time.perf_counter()
+        result = analyse(ckpt.model, ckpt.tokenizer, corpus, seed=settings.seed, control=False,
+                         agreement_pairs_per_count=settings.agreement_pairs, probe_steps=settings.probe_steps,
+                         progress=lambda f, m: report(f * share, m))
+        record = record_of(step, result, time.perf_counter() - start)
+    if settings.probing:
+        rest = 0.0 if held is not None else share
+        record["probing"] = measure_probing(ckpt.model, ckpt.tokenizer, corpus, settings.probing, settings.seed,
+                                            lambda f, m: report(rest + (1 - rest) * f, m))
+    return record
 
 
 def measure(folder, progress: Progress | None = None, settings: Settings | None = None,
@@ -138,22 +166,28 @@ def measure(folder, progress: Progress | None = None, settings: Settings | None 
 
 # --- What the page shows ----------------------------------------------------------------------------------------
 def unmeasured(history: SyntaxHistory, kept: list[int]) -> list[int]:
-    """The kept checkpoints' steps the history does not hold."""
-    held = set(history.steps)
-    return [s for s in kept if s not in held]
+    """The kept checkpoints' steps a measurement would measure: those the history does not hold, and those it holds
+    without probing (a file measured before probing gains it; a probing entry that did not add up is measured again)."""
+    held = {r.step: r for r in history.records}
+    return [s for s in kept if s not in held or held[s].probing is None]
 
 
-def seconds_each(history: SyntaxHistory, checkpoint: Path) -> float:
-    """What one more checkpoint will take: as long as the measured ones did, else the shipped model's time scaled to
-    the checkpoint's shape (the probes' work: layers x hidden x rank)."""
-    if history.records:
-        return float(np.mean([r.seconds for r in history.records]))
+def seconds_needed(history: SyntaxHistory, steps: list[int], checkpoint: Path) -> float:
+    """What measuring `steps` will take: each measured part as long as it took before, else the shipped model's
+    times scaled to the checkpoint's shape (the probes' work: layers x hidden x rank); a step held without probing
+    needs only its probing."""
+    records = [r for r in history.records if r.seconds]
+    probed = [r.probing.seconds for r in history.records if r.probing is not None]
     try:
         config = files.read_json(Path(checkpoint) / "config.json")
         layers, hidden = int(config["num_hidden_layers"]), int(config["hidden_size"])
     except (LabError, KeyError, TypeError, ValueError):
         layers, hidden = 4, 256
-    return max(1.0, SECONDS_MINI * (layers + 1) / 5 * hidden * min(64, hidden) / (256 * 64))
+    scale = (layers + 1) / 5 * hidden * min(64, hidden) / (256 * 64)
+    rest = float(np.mean([r.seconds for r in records])) if records else SECONDS_MINI * scale
+    probing = float(np.mean(probed)) if probed else PROBING_MINI * scale
+    held = set(history.steps)
+    return max(1.0, sum(probing + (0.0 if s in held else rest) for s in steps))
 
 
 def probe_split(at: SyntaxAt) -> tuple[int, int]:
