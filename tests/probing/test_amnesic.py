@@ -167,3 +167,25 @@ def test_the_discriminator_has_no_masked_words_to_measure(tmp_path):
 def test_bad_inputs_are_one_sentence(shipped, task, layer, draws, pairs, match):
     with pytest.raises(InputError, match=match):
         amnesic(shipped.model, shipped.tokenizer, story_corpus(20), task, layer, draws=draws, agreement_pairs=pairs)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_under_cpu_autocast_the_projection_moves_the_logits_as_in_float32(shipped, dtype):
+    """A machine whose precision is `auto` may run the model in bf16 (Intel with AMX) or fp16 autocast: the hook
+    projects the half-precision hidden state with the float32 basis, and the guesses move as they do in float32."""
+    ids = torch.tensor([shipped.tokenizer.encode("the children in the park [MASK] happy .").ids])
+    basis = random_basis(shipped.config.hidden_size, 64, np.random.Generator(np.random.PCG64(0)))
+
+    def logits(q, autocast: bool) -> torch.Tensor:
+        with projecting(shipped.model, 2, q) as hooked, torch.no_grad(), \
+                torch.autocast("cpu", dtype=dtype, enabled=autocast):
+            return hooked(ids).mlm_logits.float()
+
+    plain, moved = logits(np.zeros((basis.shape[0], 0)), False), logits(basis, False)
+    half_plain, half_moved = logits(np.zeros((basis.shape[0], 0)), True), logits(basis, True)
+    shift, half_shift = moved - plain, half_moved - half_plain
+    assert torch.isfinite(half_moved).all()
+    assert shift.abs().max() > 0.5  # 64 random directions of 256 move the guesses in float32
+    # in half precision they move the same way: the shift's error is small against the shift itself
+    assert (half_shift - shift).norm() < 0.2 * shift.norm()
+    assert half_moved[0, 6].argmax() == moved[0, 6].argmax()  # the guess at [MASK] (position 6) is the same
