@@ -14,7 +14,7 @@ import numpy as np
 
 from bertviz_lab.cli.common import CHECKPOINT_HELP, load, printable
 from bertviz_lab.cli.explain import Bar
-from bertviz_lab.cli.syntax import MAX_SEED, _corpus
+from bertviz_lab.cli.syntax import MAX_SEED, syntax_corpus
 from bertviz_lab.errors import InputError
 
 DRAWS = 5  # amnesic probing's random projections by default (probing/amnesic.py's MAX_DRAWS at most)
@@ -110,7 +110,7 @@ def cmd_probe(args) -> int:
 
     tasks = check_options(args)
     with Bar("probe") as bar:
-        corpus = _corpus(args, bar)  # a broken treebank is refused before the model is loaded
+        corpus = syntax_corpus(args, bar)  # a broken treebank is refused before the model is loaded
         ckpt = load(args)
         cfg, kinds = ckpt.model.config, KINDS if args.mlp else ("linear",)
         layer = None if args.amnesic is None else amnesic_layer(args.amnesic, cfg.num_hidden_layers + 1)

@@ -66,7 +66,7 @@ def cmd_syntax(args) -> int:
 
     _check_options(args)
     with Bar() as bar:
-        corpus = _corpus(args, bar)  # a broken treebank is refused before the model is loaded
+        corpus = syntax_corpus(args, bar)  # a broken treebank is refused before the model is loaded
         ckpt = load(args)
         report = analyse(ckpt.model, ckpt.tokenizer, corpus, seed=args.seed, control=args.control, progress=bar)
     note = f"no agreement scores: {report.agreement_note}" if report.agreement_note else ""
@@ -90,7 +90,7 @@ def _check_options(args) -> None:
         raise InputError(f"--seed must be from 0 to {MAX_SEED:,}, got {args.seed:,}")
 
 
-def _corpus(args, progress=None):
+def syntax_corpus(args, progress=None):
     """The story world's sentences, or the treebank's, with a note on the sentences left out (`progress` hears how
     far a big treebank's reading is)."""
     from bertviz_lab.syntax.report import STORY_SENTENCES, Corpus, story_corpus

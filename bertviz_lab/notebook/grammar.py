@@ -74,21 +74,21 @@ def _report(lab: Lab, sentences: int, seed: int, treebank, control: bool) -> Syn
                              "of the file is read (the first 2,000 it can read)")
         if not isinstance(treebank, (str, os.PathLike)):
             raise InputError(f"treebank must be the path of a CoNLL-U file, got {type(treebank).__name__}")
-        source = ("treebank", os.fspath(treebank), _changed(treebank))
+        source = ("treebank", os.fspath(treebank), file_changed(treebank))
     else:
         source = ("story", whole(sentences, MIN_SENTENCES, MAX_SENTENCES, "sentences"))
     full = ("syntax", source, seed, True)
     key = full if control or lab.kept(full) else ("syntax", source, seed, False)
 
     def run() -> SyntaxReport:
-        corpus = _treebank(treebank) if treebank is not None else story_corpus(source[1], seed)
+        corpus = treebank_corpus(treebank) if treebank is not None else story_corpus(source[1], seed)
         with Bar() as bar:
             return analyse(lab.model, lab.tokenizer, corpus, seed=seed, control=key[-1], progress=bar.fraction)
 
     return lab.remember(key, run)
 
 
-def _changed(path) -> int | None:
+def file_changed(path) -> int | None:
     """When the file last changed (an edited treebank is read again), None if it cannot be read: read_treebank
     says why."""
     try:
@@ -97,7 +97,7 @@ def _changed(path) -> int | None:
         return None
 
 
-def _treebank(path) -> Corpus:
+def treebank_corpus(path) -> Corpus:
     bank = read_treebank(path)
     first = [f"{bank.n_skipped:,} left out, the first because {bank.skipped[0]}"] if bank.skipped else []
     return Corpus(bank.trees, bank.name, "; ".join([*first, *bank.notes]))

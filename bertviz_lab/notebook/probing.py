@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from bertviz_lab.errors import InputError
 from bertviz_lab.figures.probing import (accuracy_by_layer, agreement_removal, codelength_curves, control_curves,
                                          lm_effect, mix_heatmap, probe_removal, selectivity_bars, task_depths)
-from bertviz_lab.notebook.grammar import _changed, _treebank
+from bertviz_lab.notebook.grammar import file_changed, treebank_corpus
 from bertviz_lab.notebook.lab import Bar, Lab, choice, flag, lab_of, whole
 from bertviz_lab.probing.amnesic import MAX_DRAWS, amnesic
 from bertviz_lab.probing.records import KINDS, TASK_NAMES, TASKS, Amnesic, Probing, TaskProbes
@@ -226,7 +226,7 @@ def _source(treebank, sentences, seed: int) -> tuple[tuple, object]:
 
     def corpus() -> Corpus:  # read once, when a run first needs it
         if not read:
-            read.append(_treebank(path))
+            read.append(treebank_corpus(path))
         return read[0]
 
-    return ("treebank", path, _changed(path)), corpus
+    return ("treebank", path, file_changed(path)), corpus
